@@ -1,0 +1,271 @@
+"""Runtime kit for hidden task checks: run agent code as a child, measure it, emit a verdict.
+
+This module is standard-library only. At verification time it is copied next to a task's
+``checks/check.py`` (outside the agent's workspace) and imported by it as ``checkkit``.
+
+Protocol between the orchestrator and a check:
+
+* The orchestrator starts ``python check.py --workspace DIR`` and writes a one-line random
+  nonce to the check's stdin, then closes it.
+* The check never imports agent code in its own process. Agent code runs in children
+  (``Check.run``), with stdin closed and stdout/stderr captured, so it cannot write to the
+  check's stdout nor read the nonce.
+* The check finishes with exactly one line ``SANDBOX_VERDICT <nonce> <json>`` on its own
+  stdout. The orchestrator ignores any verdict line that does not carry its nonce.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+VERDICT_TAG = "SANDBOX_VERDICT"
+# Sets RLIMIT_DATA then execs the real command: no preexec_fn (unsafe with threads).
+_LIMIT_TRAMPOLINE = (
+    "import os, resource, sys; cap = int(sys.argv[1]); "
+    "resource.setrlimit(resource.RLIMIT_DATA, (cap, cap)); os.execvp(sys.argv[2], sys.argv[2:])"
+)
+OUTCOMES = ("passed", "failed", "timeout", "oom_killed", "infra_error")
+_OUTPUT_CAP = 256 * 1024
+
+
+@dataclass
+class ChildResult:
+    """What one child process did, measured from outside it."""
+
+    argv: list[str]
+    returncode: int | None  # None when killed by our timeout
+    signal: int | None  # terminating signal, if any
+    output: str  # merged stdout+stderr, capped (head and tail kept)
+    peak_rss_mb: float  # peak RSS of the child (and the descendants it waited for)
+    duration_s: float
+    timed_out: bool
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out
+
+    def tail(self, n: int = 15) -> str:
+        return "\n".join(self.output.rstrip().splitlines()[-n:])
+
+
+class _Capture:
+    def __init__(self, stream: Any) -> None:
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.dropped = 0
+        self.thread = threading.Thread(target=self._pump, args=(stream,), daemon=True)
+        self.thread.start()
+
+    def _pump(self, stream: Any) -> None:
+        half = _OUTPUT_CAP // 2
+        while chunk := stream.read(65536):
+            room = half - len(self.head)
+            if room > 0:
+                self.head += chunk[:room]
+                chunk = chunk[room:]
+            self.tail += chunk
+            if len(self.tail) > half:
+                self.dropped += len(self.tail) - half
+                del self.tail[: len(self.tail) - half]
+
+    def text(self) -> str:
+        self.thread.join(timeout=5)
+        mid = f"\n[... {self.dropped} bytes truncated ...]\n" if self.dropped else ""
+        return (bytes(self.head).decode(errors="replace") + mid
+                + bytes(self.tail).decode(errors="replace"))
+
+
+@dataclass
+class Check:
+    """State of one verification: the workspace under test, a scratch dir, the findings."""
+
+    workspace: Path
+    check_dir: Path
+    scratch: Path
+    reasons: list[str] = field(default_factory=list)
+    evidence: dict[str, Any] = field(default_factory=dict)
+    outcome: str | None = None  # set by fail(); passed when no failure was recorded
+
+    # -- running agent code -------------------------------------------------------------
+    def run(
+        self,
+        argv: list[str],
+        *,
+        timeout_s: float,
+        env: dict[str, str] | None = None,
+        data_limit_mb: int | None = None,
+        cwd: Path | None = None,
+    ) -> ChildResult:
+        """Run ``argv`` (``python`` is replaced by this interpreter) in the workspace.
+
+        The child gets a fresh session (its whole process group is killed on timeout),
+        no stdin, a minimal environment plus ``env``, and optionally RLIMIT_DATA.
+        """
+        if argv and argv[0] in ("python", "python3"):
+            argv = [sys.executable, *argv[1:]]
+        child_env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(self.scratch),
+            "LANG": "C.UTF-8",
+            "PYTHONHASHSEED": "0",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONUNBUFFERED": "1",
+            "OMP_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+            "GLOO_SOCKET_IFNAME": "lo",
+            "TMPDIR": str(self.scratch),
+        }
+        child_env.update(env or {})
+
+        argv = with_data_limit(argv, data_limit_mb)
+        start = time.monotonic()
+        proc = subprocess.Popen(
+            argv,
+            cwd=str(cwd or self.workspace),
+            env=child_env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        cap = _Capture(proc.stdout)
+        deadline = start + timeout_s
+        timed_out = False
+        status = 0
+        usage = None
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                timed_out = True
+                _kill_group(proc.pid)
+                _, status, usage = os.wait4(proc.pid, 0)
+                break
+            time.sleep(0.02)
+        _kill_group(proc.pid)  # stragglers left in the group (e.g. orphaned workers)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        sig = -proc.returncode if proc.returncode < 0 else None
+        return ChildResult(
+            argv=argv,
+            returncode=None if timed_out else proc.returncode,
+            signal=sig,
+            output=cap.text(),
+            peak_rss_mb=round(usage.ru_maxrss / 1024.0, 1) if usage else 0.0,
+            duration_s=round(time.monotonic() - start, 3),
+            timed_out=timed_out,
+        )
+
+    def run_driver(self, name: str, *args: str, **kw: Any) -> ChildResult:
+        """Run a helper script that lives in the check dir (never in the workspace)."""
+        return self.run(["python", str(self.check_dir / name), *args], **kw)
+
+    # -- findings ---------------------------------------------------------------------
+    def fail(self, reason: str, outcome: str = "failed") -> None:
+        """Record a failed requirement; the first non-'failed' outcome wins."""
+        self.reasons.append(reason)
+        if self.outcome in (None, "failed"):
+            self.outcome = outcome
+
+    def require(self, cond: bool, reason: str, outcome: str = "failed") -> bool:
+        if not cond:
+            self.fail(reason, outcome)
+        return cond
+
+    def note(self, reason: str) -> None:
+        """A passing observation worth showing to the agent."""
+        self.reasons.append(reason)
+
+    def child_outcome(self, res: ChildResult) -> str:
+        """Classify a child run: timeout, oom_killed (allocator error / SIGKILL), failed."""
+        if res.timed_out:
+            return "timeout"
+        if res.signal == signal.SIGKILL or "can't allocate memory" in res.output:
+            return "oom_killed"
+        return "failed"
+
+    def require_clean_exit(self, res: ChildResult, what: str) -> bool:
+        if res.ok:
+            return True
+        if res.timed_out:
+            why = f"{what} did not finish within {res.duration_s:.0f}s (killed)"
+        else:
+            why = f"{what} exited with code {res.returncode}"
+        self.fail(f"{why}; last output:\n{res.tail()}", self.child_outcome(res))
+        return False
+
+    def verdict(self) -> dict[str, Any]:
+        passed = self.outcome is None
+        return {
+            "passed": passed,
+            "outcome": "passed" if passed else self.outcome,
+            "reasons": self.reasons,
+            "evidence": self.evidence,
+        }
+
+    # -- entry point ------------------------------------------------------------------
+    @staticmethod
+    def main(body: Callable[[Check], None]) -> None:
+        """Parse args, read the nonce, run ``body`` and print the framed verdict."""
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--workspace", required=True)
+        args = parser.parse_args()
+        nonce = sys.stdin.readline().strip()
+        sys.stdin.close()
+        out = os.fdopen(os.dup(sys.stdout.fileno()), "w")
+        check_dir = Path(sys.argv[0]).resolve().parent
+        with tempfile.TemporaryDirectory(prefix="check-") as scratch:
+            ck = Check(Path(args.workspace).resolve(), check_dir, Path(scratch))
+            try:
+                body(ck)
+                verdict = ck.verdict()
+            except Exception:  # the check itself broke: never the agent's fault
+                verdict = {
+                    "passed": False,
+                    "outcome": "infra_error",
+                    "reasons": ["the hidden check crashed:\n" + traceback.format_exc()],
+                    "evidence": ck.evidence,
+                }
+        out.write(f"{VERDICT_TAG} {nonce} {json.dumps(verdict, sort_keys=True)}\n")
+        out.flush()
+
+
+def with_data_limit(argv: list[str], data_limit_mb: int | None) -> list[str]:
+    """Prefix ``argv`` so it runs under RLIMIT_DATA = ``data_limit_mb`` (None: unchanged)."""
+    if data_limit_mb is None:
+        return argv
+    cap = str(data_limit_mb * 1024 * 1024)
+    return [sys.executable, "-S", "-c", _LIMIT_TRAMPOLINE, cap, *argv]
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def parse_verdict(stdout: str, nonce: str) -> dict[str, Any] | None:
+    """Find the verdict line carrying ``nonce`` (the orchestrator's side of the protocol)."""
+    prefix = f"{VERDICT_TAG} {nonce} "
+    for line in reversed(stdout.splitlines()):
+        if line.startswith(prefix):
+            try:
+                data = json.loads(line[len(prefix):])
+            except json.JSONDecodeError:
+                return None
+            return data if isinstance(data, dict) else None
+    return None

@@ -1,0 +1,170 @@
+"""Command line: `sandbox-env serve | tasks | run | play | record`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+from . import __version__
+from .environment import TriageEnvironment
+from .sandbox import MODES, SandboxUnavailable, make_sandbox
+from .tasks import TaskError, TaskRegistry, UnknownTask
+from .workspace import Workspace
+
+
+def _registry(args: argparse.Namespace) -> TaskRegistry:
+    return TaskRegistry(Path(args.task_root) if args.task_root else None)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from .server import ServerConfig, create_app
+
+    tasks = _registry(args)
+    sandbox = make_sandbox(args.mode)
+    cfg = ServerConfig(max_sessions=args.max_sessions, idle_timeout_s=args.idle_timeout)
+    app = create_app(tasks, sandbox, cfg)
+    print(f"sandbox-env {__version__}: {len(tasks)} tasks, mode={sandbox.mode}, "
+          f"http://{args.host}:{args.port}", flush=True)
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
+    return 0
+
+
+def cmd_tasks(args: argparse.Namespace) -> int:
+    tasks = list(_registry(args))
+    rows = [{"id": t.id, "difficulty": t.difficulty, "max_steps": t.max_steps,
+             "patches": len(t.patches), "title": t.title} for t in tasks]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    print(f"{'id':28s} {'difficulty':10s} {'steps':>5s} {'patches':>7s}  title")
+    for r in rows:
+        print(f"{r['id']:28s} {r['difficulty']:10s} {r['max_steps']:5d} {r['patches']:7d}  {r['title']}")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    task = _registry(args).get(args.task)
+    ws = Workspace(task.repo_files())
+    if args.patch:
+        ws.apply_patch(Path(args.patch).read_text() if Path(args.patch).exists()
+                       else task.solution_patch if args.patch == "solution"
+                       else (task.root / "patches" / args.patch).read_text())
+    sandbox = make_sandbox(args.mode)
+    try:
+        res = sandbox.run(ws, args.command or task.run_command, task.limits, task)
+        print(res.output)
+        print(f"[{sandbox.mode}] exit={res.exit_code} outcome={res.outcome.value} "
+              f"duration={res.duration_s:.1f}s")
+        if args.verify:
+            v = sandbox.verify(ws, task)
+            print(json.dumps(v.model_dump(mode="json"), indent=1))
+    finally:
+        sandbox.close()
+    return 0
+
+
+def cmd_play(args: argparse.Namespace) -> int:
+    from .oracle import oracle_actions
+
+    tasks = _registry(args)
+    ids = [args.task] if args.task != "all" else tasks.ids()
+    sandbox = make_sandbox(args.mode)
+    worst = 1.0
+    try:
+        for tid in ids:
+            env = TriageEnvironment(tasks, sandbox)
+            obs = env.reset(task=tid)
+            for action in oracle_actions(tasks.get(tid)):
+                obs = env.step(action)
+                if args.verbose:
+                    print(f"  {action['action_type']:14s} reward={obs.reward:+.3f} "
+                          f"status={obs.system_status}")
+                if obs.done:
+                    break
+            st = env.state
+            worst = min(worst, st.score or 0.0)
+            print(f"{tid:28s} mode={obs.mode} verified={bool(st.verdict and st.verdict.passed)} "
+                  f"score={st.score:.3f} steps={st.step_count}")
+    finally:
+        sandbox.close()
+    return 0 if worst >= 0.9 else 1
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    from .traces import Provenance, record_task
+
+    tasks = _registry(args)
+    sandbox = make_sandbox(args.mode)
+    if sandbox.mode == "mock":
+        print("record needs a real sandbox (--mode local or docker)", file=sys.stderr)
+        return 2
+    prov = Provenance(source=sandbox.mode, **getattr(sandbox, "provenance", lambda: {})())
+    if prov.torch is None:
+        import torch  # local mode: host torch is what ran
+
+        prov.torch = torch.__version__
+    for tid in args.tasks or tasks.ids():
+        record_task(tasks.get(tid), sandbox, prov)
+    sandbox.close()
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="sandbox-env", description=__doc__)
+    p.add_argument("--version", action="version", version=__version__)
+    p.add_argument("--task-root", help="folder of task repos (default: ./task_repos)")
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    s = sub.add_parser("serve", help="run the HTTP server")
+    s.add_argument("--mode", choices=MODES, default="mock")
+    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--port", type=int, default=8000)
+    s.add_argument("--max-sessions", type=int, default=64)
+    s.add_argument("--idle-timeout", type=float, default=900.0)
+    s.add_argument("--log-level", default="info")
+    s.set_defaults(fn=cmd_serve)
+
+    s = sub.add_parser("tasks", help="list the tasks")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_tasks)
+
+    s = sub.add_parser("run", help="run a task repo (original or patched) and print the real output")
+    s.add_argument("task")
+    s.add_argument("--mode", choices=MODES, default="mock")
+    s.add_argument("--patch", help="'solution', a file in patches/, or a path")
+    s.add_argument("--command", help="command to run instead of the task's run command")
+    s.add_argument("--verify", action="store_true", help="also run the hidden checks")
+    s.set_defaults(fn=cmd_run)
+
+    s = sub.add_parser("play", help="play an agent through the environment")
+    s.add_argument("task", help="task id or 'all'")
+    s.add_argument("--oracle", action="store_true", required=True,
+                   help="apply the reference fix (the only built-in player for now)")
+    s.add_argument("--mode", choices=MODES, default="mock")
+    s.add_argument("-v", "--verbose", action="store_true")
+    s.set_defaults(fn=cmd_play)
+
+    s = sub.add_parser("record", help="record real traces of every labelled state for mock mode")
+    s.add_argument("tasks", nargs="*")
+    s.add_argument("--mode", choices=("local", "docker"), default="docker")
+    s.set_defaults(fn=cmd_record)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.fn(args) or 0)
+    except (UnknownTask, TaskError, SandboxUnavailable) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

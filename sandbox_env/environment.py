@@ -1,0 +1,277 @@
+"""TriageEnvironment: one debugging episode (reset / step / state / close), OpenEnv-shaped."""
+
+from __future__ import annotations
+
+import random
+import re
+import uuid
+from typing import Any
+
+from pydantic import ValidationError
+
+from .models import (
+    ACTION_ADAPTER,
+    EditFile,
+    ExecuteBash,
+    Observation,
+    Outcome,
+    ReadFile,
+    State,
+    SubmitFix,
+    Verdict,
+    ViewGitDiff,
+)
+from .rubrics import ConceptJudge, ExplanationJudge, StepShaper, clamp_score, terminal_score
+from .sandbox.base import Sandbox
+from .tasks import TaskRegistry, TaskSpec
+from .workspace import Workspace, WorkspaceError, syntax_error
+
+FREE_INFRA_ERRORS = 3  # infrastructure failures that do not consume the step budget
+
+INSTRUCTIONS = """\
+You are the on-call ML infrastructure engineer. A training job is failing; the incident
+report is in task_description. Reproduce the failure, find the root cause in the code, fix it
+with minimal, correct edits, and submit an explanation.
+
+Actions (JSON, one per step):
+  {"action_type": "read_file", "filename": "train.py"}
+  {"action_type": "edit_file", "filename": "train.py", "old_str": "<exact unique text>",
+   "new_str": "<replacement>"}
+  {"action_type": "execute_bash", "command": "python train.py"}
+  {"action_type": "view_git_diff", "filename": null}
+  {"action_type": "submit_fix", "explanation": "<root cause, mechanism, why the fix works>"}
+
+Your fix is verified by hidden behavioural checks that really run the code with their own
+settings: it must be correct, not just make the error disappear. Workarounds that hide the
+failure (catching exceptions, exiting early, shrinking the workload, raising timeouts,
+disabling the feature) are rejected. The explanation is scored only for a verified fix."""
+
+
+class EpisodeDone(RuntimeError):
+    """step() after the episode ended."""
+
+
+class NotReset(RuntimeError):
+    """step() or state before reset()."""
+
+
+class InvalidAction(ValueError):
+    """An action that does not validate; the message lists what is accepted."""
+
+
+def parse_action(data: Any) -> Any:
+    """Validate a raw action (dict) into one of the action models or raise InvalidAction."""
+    if isinstance(data, dict) and "action_type" not in data:
+        raise InvalidAction("the action has no action_type; expected one of: read_file, "
+                            "edit_file, execute_bash, view_git_diff, submit_fix")
+    try:
+        return ACTION_ADAPTER.validate_python(data)
+    except ValidationError as exc:
+        msgs = [f"{'.'.join(str(p) for p in e['loc']) or 'action'}: {e['msg']}" for e in exc.errors()]
+        raise InvalidAction("invalid action: " + "; ".join(msgs[:6])) from None
+
+
+class TriageEnvironment:
+    """An episode over one task: the workspace, the step budget, the rubric, the sandbox."""
+
+    def __init__(self, tasks: TaskRegistry, sandbox: Sandbox,
+                 judge: ExplanationJudge | None = None) -> None:
+        self.tasks = tasks
+        self.sandbox = sandbox
+        self.judge = judge or ConceptJudge()
+        self.task: TaskSpec | None = None
+        self.workspace: Workspace | None = None
+        self._state: State | None = None
+
+    @property
+    def mode(self) -> str:
+        return self.sandbox.mode
+
+    # ------------------------------------------------------------------ OpenEnv surface
+    def reset(self, seed: int | None = None, episode_id: str | None = None,
+              task: str | None = None, **_: Any) -> Observation:
+        """Start an episode on ``task`` (or one picked by ``seed``); returns the first observation."""
+        spec = self.tasks.get(task) if task else random.Random(seed).choice(list(self.tasks))
+        self.task = spec
+        self.workspace = Workspace(spec.repo_files())
+        self.shaper = StepShaper(signal_files=set(spec.signal_files))
+        self.failed_runs = 0
+        self.last_run_status = "not_run"
+        self._state = State(
+            episode_id=episode_id or uuid.uuid4().hex, task_name=spec.id, mode=self.mode,  # type: ignore[arg-type]
+            seed=seed, max_steps=spec.max_steps, workspace_hash=self.workspace.content_hash(),
+        )
+        files = self.workspace.paths()
+        return self._observe(
+            terminal_output=f"Workspace ready: {', '.join(files)}\nReproduce with: {spec.run_command}",
+            current_files=dict(self.workspace.files), reward=0.0,
+        )
+
+    def step(self, action: Any) -> Observation:
+        """Apply one action (a model or a raw dict) and return the observation with its reward."""
+        if self._state is None or self.task is None or self.workspace is None:
+            raise NotReset("call reset() before step()")
+        if self._state.done:
+            raise EpisodeDone(f"episode {self._state.episode_id} is done; call reset()")
+        if isinstance(action, dict):
+            action = parse_action(action)
+        st = self._state
+        st.step_count += 1
+        st.actions_taken.append(action.action_type)
+        key = action.model_dump_json(exclude={"metadata"})
+        repeated = self.shaper.repeated(key, self.workspace.content_hash())
+        handler = {
+            "read_file": self._read, "edit_file": self._edit, "execute_bash": self._bash,
+            "view_git_diff": self._diff, "submit_fix": self._submit,
+        }[action.action_type]
+        obs_kw = handler(action)
+        if repeated and not st.done:
+            obs_kw["reward"] = obs_kw.get("reward", 0.0) + self.shaper.on_repeat()
+            obs_kw["terminal_output"] = ("[note] identical action on an unchanged workspace\n"
+                                         + obs_kw.get("terminal_output", ""))
+        if not st.done and st.step_count >= st.max_steps:
+            st.done = True
+            st.score = terminal_score(None, 0.0, st.step_count, st.max_steps)
+            obs_kw["terminal_output"] = (obs_kw.get("terminal_output", "") +
+                                         "\n\n[episode ended] step budget exhausted before a fix "
+                                         "was submitted; the workspace is scored as unverified.")
+            obs_kw["system_status"] = "budget_exhausted"
+        st.workspace_hash = self.workspace.content_hash()
+        st.cumulative_reward = round(st.cumulative_reward + obs_kw.get("reward", 0.0), 6)
+        return self._observe(**obs_kw)
+
+    @property
+    def state(self) -> State:
+        if self._state is None:
+            raise NotReset("call reset() first")
+        return self._state
+
+    def close(self) -> None:
+        self.sandbox.close()
+
+    # ------------------------------------------------------------------ actions
+    def _read(self, a: ReadFile) -> dict[str, Any]:
+        assert self.workspace is not None
+        try:
+            text = self.workspace.read(a.filename)
+        except WorkspaceError as exc:
+            return {"terminal_output": str(exc), "last_action_error": str(exc)}
+        path = a.filename.removeprefix("./")
+        return {"terminal_output": text, "current_files": {path: text},
+                "reward": self.shaper.on_read(path)}
+
+    def _edit(self, a: EditFile) -> dict[str, Any]:
+        assert self.workspace is not None
+        before = self.workspace.content_hash()
+        try:
+            path = self.workspace.edit(a.filename, a.old_str, a.new_str)
+        except WorkspaceError as exc:
+            return {"terminal_output": str(exc), "last_action_error": str(exc)}
+        text = self.workspace.files[path]
+        err = syntax_error(path, text)
+        out = f"Edited {path}."
+        if err:
+            out += f"\nThe file no longer compiles:\n{err}"
+        elif self.workspace.content_hash() == before:
+            out += " (comments/formatting only: the code's behaviour is unchanged)"
+        return {"terminal_output": out, "current_files": {path: text},
+                "reward": self.shaper.on_edit(path, err is not None)}
+
+    def _bash(self, a: ExecuteBash) -> dict[str, Any]:
+        assert self.workspace is not None and self.task is not None and self._state is not None
+        res = self.sandbox.run(self.workspace, a.command, self.task.limits, self.task)
+        out = res.output
+        if res.outcome == Outcome.infra_error:
+            return self._infra("run", out)
+        header = f"$ {a.command}\n"
+        footer = f"\n[exit code {res.exit_code}, {res.outcome.value}, {res.duration_s:.1f}s]"
+        if res.outcome == Outcome.timeout:
+            footer = f"\n[killed after {self.task.limits.timeout_s:.0f}s time limit: timeout]"
+        passed = res.outcome == Outcome.passed
+        is_repro = self._is_run_command(a.command)
+        if is_repro:
+            self.last_run_status = "passing" if passed else "failing"
+            if not passed:
+                self.failed_runs += 1
+        reproduced = bool(re.search(self.task.failure.signature, out))
+        changed = bool(self.workspace.changed_paths())
+        reward = self.shaper.on_run(reproduced, passed and changed and is_repro)
+        status = {"passed": "training_succeeded", "failed": "training_failed",
+                  "timeout": "training_timeout", "oom_killed": "out_of_memory"}[res.outcome.value]
+        return {"terminal_output": header + out + footer, "reward": reward,
+                "system_status": status if is_repro else "command_finished",
+                "current_files": {p: self.workspace.files[p] for p in res.changed_files
+                                  if p in self.workspace.files}}
+
+    def _diff(self, a: ViewGitDiff) -> dict[str, Any]:
+        assert self.workspace is not None
+        try:
+            d = self.workspace.diff(a.filename)
+        except WorkspaceError as exc:
+            return {"terminal_output": str(exc), "last_action_error": str(exc)}
+        return {"terminal_output": d or "No changes."}
+
+    def _submit(self, a: SubmitFix) -> dict[str, Any]:
+        assert self.workspace is not None and self.task is not None and self._state is not None
+        st = self._state
+        verdict = self.sandbox.verify(self.workspace, self.task)
+        if verdict.outcome == Outcome.infra_error:
+            return self._infra("verification", "\n".join(verdict.reasons))
+        diff = self.workspace.diff()
+        expl, notes = self.judge.score(a.explanation, self.task, diff)
+        score = terminal_score(verdict, expl, st.step_count, st.max_steps)
+        st.done, st.submitted, st.verdict = True, True, verdict
+        st.score, st.explanation_score = score, expl
+        lines = [f"Verification {'PASSED' if verdict.passed else 'FAILED'} ({verdict.outcome.value})"]
+        lines += [f"- {r}" for r in verdict.reasons]
+        lines += [f"Explanation score {expl:.2f}: " + "; ".join(notes), f"Episode score {score:.3f}"]
+        return {"terminal_output": "\n".join(lines), "reward": score, "verdict": verdict,
+                "system_status": "fix_verified" if verdict.passed else "fix_rejected"}
+
+    def _infra(self, what: str, detail: str) -> dict[str, Any]:
+        """An infrastructure failure: reported, not scored, and (a few times) not counted."""
+        assert self._state is not None
+        st = self._state
+        st.infra_errors += 1
+        free = st.infra_errors <= FREE_INFRA_ERRORS
+        if free:
+            st.step_count -= 1
+        msg = (f"[infrastructure] the {what} could not be carried out; this is not a result "
+               f"about your code{' and did not use a step' if free else ''}.\n{detail}")
+        return {"terminal_output": msg, "system_status": "infra_error", "last_action_error": msg}
+
+    # ------------------------------------------------------------------ helpers
+    def _is_run_command(self, command: str) -> bool:
+        from .sandbox.mock import normalise_command
+
+        return normalise_command(command) == normalise_command(self.task.run_command)  # type: ignore[union-attr]
+
+    def _hint(self) -> str | None:
+        assert self.task is not None
+        if self.failed_runs < 2 or not self.task.hints:
+            return None
+        return self.task.hints[min((self.failed_runs - 2) // 2, len(self.task.hints) - 1)]
+
+    def _observe(self, *, terminal_output: str = "", current_files: dict[str, str] | None = None,
+                 reward: float = 0.0, system_status: str | None = None,
+                 verdict: Verdict | None = None, last_action_error: str | None = None) -> Observation:
+        assert self._state is not None and self.task is not None and self.workspace is not None
+        st = self._state
+        run_status = self.last_run_status
+        if verdict is not None:
+            run_status = "passing" if verdict.passed else "failing"
+        return Observation(
+            task_name=self.task.id, task_description=self.task.incident_report,
+            terminal_output=terminal_output, current_files=current_files or {},
+            run_status=run_status,  # type: ignore[arg-type]
+            system_status=system_status or ("idle" if st.step_count == 0 else "ready"),
+            step_number=st.step_count, max_steps=st.max_steps,
+            budget_remaining=max(0, st.max_steps - st.step_count),
+            actions_taken=list(st.actions_taken), hint=self._hint(),
+            instructions=INSTRUCTIONS if st.step_count == 0 and not st.actions_taken else "",
+            done=st.done, reward=round(reward, 6), episode_id=st.episode_id,
+            mode=self.mode,  # type: ignore[arg-type]
+            files=self.workspace.paths(), verdict=verdict,
+            score=clamp_score(st.score) if st.score is not None else None,
+            last_action_error=last_action_error,
+        )

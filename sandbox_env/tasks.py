@@ -1,0 +1,182 @@
+"""Task specs loaded from task_repos/<id>/task.toml, and the registry of all tasks."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import tomllib
+from collections.abc import Callable
+from functools import cached_property
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .models import Limits
+
+TASK_ROOT_ENV = "SANDBOX_ENV_TASK_ROOT"
+_SKIP_PARTS = {"__pycache__", ".pytest_cache", ".git"}
+
+
+class TaskError(Exception):
+    """A task folder is missing or malformed."""
+
+
+class UnknownTask(KeyError):
+    """No task with this id; carries the available ids."""
+
+    def __init__(self, task_id: str, available: list[str]) -> None:
+        super().__init__(task_id)
+        self.task_id = task_id
+        self.available = available
+
+    def __str__(self) -> str:
+        return f"unknown task {self.task_id!r}; available: {', '.join(self.available)}"
+
+
+class Concept(BaseModel):
+    """One idea a good explanation names, recognised by any of its regexes."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    patterns: list[str] = Field(min_length=1)
+    weight: float = Field(default=1.0, gt=0)
+
+
+class Failure(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    signature: str
+    summary: str = ""
+
+
+class PatchSpec(BaseModel):
+    """A labelled candidate patch: correct alternatives, wrong fixes and cheats."""
+
+    model_config = ConfigDict(extra="forbid")
+    file: str
+    label: Literal["correct", "wrong", "cheat"]
+    behaviour: str
+    description: str = ""
+
+    @property
+    def should_pass(self) -> bool:
+        return self.label == "correct"
+
+
+class TaskSpec(BaseModel):
+    """Everything the environment knows about one task, read from its folder."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+    id: str
+    root: Path
+    title: str
+    difficulty: Literal["easy", "medium", "hard"]
+    max_steps: int = Field(ge=2, le=200)
+    run_command: str
+    signal_files: list[str]
+    incident_report: str
+    hints: list[str] = Field(default_factory=list)
+    reference_explanation: str = ""
+    notes: str = ""
+    failure: Failure
+    concepts: list[Concept] = Field(min_length=1)
+    limits: Limits = Field(default_factory=Limits)
+    patches: list[PatchSpec] = Field(default_factory=list)
+
+    @property
+    def repo_dir(self) -> Path:
+        return self.root / "repo"
+
+    @property
+    def checks_dir(self) -> Path:
+        return self.root / "checks"
+
+    @property
+    def traces_dir(self) -> Path:
+        return self.root / "traces"
+
+    @cached_property
+    def solution_patch(self) -> str:
+        return (self.root / "solution.patch").read_text()
+
+    def patch_text(self, patch: PatchSpec) -> str:
+        return (self.root / "patches" / patch.file).read_text()
+
+    def repo_files(self) -> dict[str, str]:
+        """The original workspace: relative POSIX path -> text."""
+        files: dict[str, str] = {}
+        for p in sorted(self.repo_dir.rglob("*")):
+            rel = p.relative_to(self.repo_dir)
+            if p.is_file() and not _SKIP_PARTS.intersection(rel.parts):
+                files[rel.as_posix()] = p.read_text()
+        return files
+
+    @cached_property
+    def classifier(self) -> Callable[[dict[str, str]], str]:
+        """The task's static classifier (mock mode): workspace files -> behaviour label."""
+        path = self.root / "classifier.py"
+        spec = importlib.util.spec_from_file_location(f"sandbox_task_{self.id}_classifier", path)
+        if spec is None or spec.loader is None:
+            raise TaskError(f"{self.id}: cannot load {path}")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        fn = getattr(module, "classify", None)
+        if not callable(fn):
+            raise TaskError(f"{self.id}: classifier.py defines no classify(files)")
+        return fn
+
+
+def load_task(root: Path) -> TaskSpec:
+    """Read one task folder; raises TaskError naming the file and the problem."""
+    toml_path = root / "task.toml"
+    try:
+        data = tomllib.loads(toml_path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise TaskError(f"{toml_path}: {exc}") from exc
+    labels = root / "patches" / "labels.toml"
+    if labels.exists():
+        data["patches"] = tomllib.loads(labels.read_text()).get("patch", [])
+    try:
+        spec = TaskSpec(id=root.name, root=root, **data)
+    except ValidationError as exc:
+        raise TaskError(f"{toml_path}: {exc}") from exc
+    for required in ("repo", "checks/check.py", "solution.patch", "classifier.py"):
+        if not (root / required).exists():
+            raise TaskError(f"{root.name}: missing {required}")
+    return spec
+
+
+def default_task_root() -> Path:
+    env = os.environ.get(TASK_ROOT_ENV)
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parent.parent / "task_repos"
+
+
+class TaskRegistry:
+    """All tasks under one root, by id."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = root or default_task_root()
+        if not self.root.is_dir():
+            raise TaskError(f"task root {self.root} does not exist (set {TASK_ROOT_ENV})")
+        self._tasks = {
+            p.name: load_task(p)
+            for p in sorted(self.root.iterdir())
+            if (p / "task.toml").exists()
+        }
+
+    def get(self, task_id: str) -> TaskSpec:
+        try:
+            return self._tasks[task_id]
+        except KeyError:
+            raise UnknownTask(task_id, self.ids()) from None
+
+    def ids(self) -> list[str]:
+        return list(self._tasks)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self._tasks.values())
+
+    def __len__(self) -> int:
+        return len(self._tasks)

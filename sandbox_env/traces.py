@@ -1,0 +1,99 @@
+"""Recorded real runs: the trace file format, loading, and recording them with a real sandbox.
+
+One JSON file per recorded workspace state (the original repo, the reference fix, each
+labelled patch) under task_repos/<id>/traces/. Mock mode replays them.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from .models import RunResult, Verdict
+from .tasks import TaskSpec
+from .workspace import Workspace, content_hash
+
+_PID = re.compile(r"\bpid[= ]\d+|\bProcess \d+\b")
+
+
+class Provenance(BaseModel):
+    source: str  # "docker" or "local"
+    image: str | None = None
+    torch: str | None = None
+    python: str = Field(default_factory=platform.python_version)
+    host: str = Field(default_factory=platform.node)
+    recorded_at: str = Field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+
+
+class Trace(BaseModel):
+    """Real outputs of one workspace state: the commands run in it and its verdict."""
+
+    task: str
+    state: str  # "original", "solution" or "patch:<file>"
+    behaviour: str
+    workspace_hash: str
+    provenance: Provenance
+    runs: list[RunResult]
+    verdict: Verdict
+
+    def run_for(self, command: str) -> RunResult | None:
+        return next((r for r in self.runs if r.command == command), None)
+
+    @property
+    def file_name(self) -> str:
+        return re.sub(r"[^A-Za-z0-9_.-]+", "_", self.state) + ".json"
+
+
+def task_states(task: TaskSpec) -> list[tuple[str, str, dict[str, str]]]:
+    """Every labelled workspace state of a task: (state name, behaviour, files)."""
+    base = task.repo_files()
+    states = [("original", "bug", base)]
+    sol = Workspace(base)
+    sol.apply_patch(task.solution_patch)
+    states.append(("solution", "fixed", sol.files))
+    for p in task.patches:
+        ws = Workspace(base)
+        ws.apply_patch(task.patch_text(p))
+        states.append((f"patch:{p.file}", p.behaviour, ws.files))
+    return states
+
+
+def load_traces(task: TaskSpec) -> list[Trace]:
+    if not task.traces_dir.is_dir():
+        return []
+    return [Trace.model_validate_json(p.read_text()) for p in sorted(task.traces_dir.glob("*.json"))]
+
+
+def record_task(task: TaskSpec, sandbox: Any, provenance: Provenance,
+                commands: list[str] | None = None, log: Any = print) -> list[Trace]:
+    """Run every labelled state of ``task`` in a real sandbox and write its trace files."""
+    commands = commands or [task.run_command]
+    task.traces_dir.mkdir(exist_ok=True)
+    traces = []
+    for state, behaviour, files in task_states(task):
+        runs = []
+        for cmd in commands:
+            ws = Workspace(files)
+            res = sandbox.run(ws, cmd, task.limits, task)
+            res.changed_files = {}
+            runs.append(res)
+        verdict = sandbox.verify(Workspace(files), task)
+        trace = Trace(task=task.id, state=state, behaviour=behaviour,
+                      workspace_hash=content_hash(files), provenance=provenance,
+                      runs=runs, verdict=verdict)
+        (task.traces_dir / trace.file_name).write_text(
+            json.dumps(trace.model_dump(mode="json"), indent=1, sort_keys=True) + "\n")
+        log(f"{task.id:28s} {state:40s} run={runs[0].outcome.value:10s} "
+            f"verdict={verdict.outcome.value:11s} ({verdict.duration_s:.1f}s)")
+        traces.append(trace)
+    return traces
+
+
+def scrub(text: str) -> str:
+    """Mask process ids so re-recordings compare equal apart from timings."""
+    return _PID.sub("pid=<pid>", text)

@@ -1,0 +1,269 @@
+"""The episode's files: exact edits, diff against the original, path safety, content hash."""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import hashlib
+import os
+import posixpath
+import re
+from pathlib import Path
+
+MAX_FILE_BYTES = 1_000_000  # a workspace file larger than this is not taken back from a run
+MAX_FILES = 500
+_IGNORED_PARTS = {"__pycache__", ".pytest_cache", ".git"}
+
+
+class WorkspaceError(ValueError):
+    """An action on the workspace that cannot be carried out; the message is for the agent."""
+
+
+def safe_path(path: str) -> str:
+    """Normalise a workspace-relative path or raise WorkspaceError.
+
+    Absolute paths, ``..`` escapes, NUL bytes, backslashes and hidden checks are refused.
+    """
+    if not path or "\x00" in path or "\\" in path:
+        raise WorkspaceError(f"invalid path {path!r}")
+    if path.startswith("/") or re.match(r"^[A-Za-z]:", path):
+        raise WorkspaceError(f"absolute paths are not allowed ({path!r}); "
+                             "use a path relative to the workspace root")
+    norm = posixpath.normpath(path)
+    if norm.startswith("./"):
+        norm = norm[2:]
+    if norm == ".." or norm.startswith("../") or norm == ".":
+        raise WorkspaceError(f"path {path!r} is outside the workspace")
+    if _IGNORED_PARTS.intersection(norm.split("/")):
+        raise WorkspaceError(f"path {path!r} is not part of the workspace")
+    return norm
+
+
+def normalised_source(path: str, text: str) -> str:
+    """Text that ignores comments and formatting for Python, line endings for the rest."""
+    if path.endswith(".py"):
+        try:
+            return ast.dump(ast.parse(text), include_attributes=False)
+        except (SyntaxError, ValueError):
+            pass
+    return "\n".join(line.rstrip() for line in text.replace("\r\n", "\n").split("\n")).strip()
+
+
+def content_hash(files: dict[str, str]) -> str:
+    """Stable hash of a workspace's behaviour-relevant content (comment-insensitive)."""
+    h = hashlib.sha256()
+    for path in sorted(files):
+        h.update(path.encode())
+        h.update(b"\x00")
+        h.update(normalised_source(path, files[path]).encode())
+        h.update(b"\x01")
+    return h.hexdigest()[:16]
+
+
+def syntax_error(path: str, text: str) -> str | None:
+    """The syntax error of a whole Python file, or None (non-Python files: None)."""
+    if not path.endswith(".py"):
+        return None
+    try:
+        compile(text, path, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        line = (exc.text or "").rstrip()
+        return f"{path}:{exc.lineno}: SyntaxError: {exc.msg}" + (f"\n    {line}" if line else "")
+    except ValueError as exc:
+        return f"{path}: {exc}"
+    return None
+
+
+def unified_diff(old: dict[str, str], new: dict[str, str], only: str | None = None) -> str:
+    paths = sorted(set(old) | set(new))
+    if only is not None:
+        paths = [p for p in paths if p == only]
+    chunks: list[str] = []
+    for p in paths:
+        a, b = old.get(p), new.get(p)
+        if a == b:
+            continue
+        chunks.extend(
+            difflib.unified_diff(
+                (a or "").splitlines(keepends=True),
+                (b or "").splitlines(keepends=True),
+                fromfile="/dev/null" if a is None else f"a/{p}",
+                tofile="/dev/null" if b is None else f"b/{p}",
+            )
+        )
+    out = "".join(chunks)
+    return out if out.endswith("\n") or not out else out + "\n"
+
+
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+
+def apply_patch(files: dict[str, str], patch: str) -> dict[str, str]:
+    """Apply a unified diff (a/ b/ prefixes, as `diff -ruN` writes) strictly; returns new files."""
+    out = dict(files)
+    lines = patch.splitlines(keepends=True)
+    i = 0
+    while i < len(lines):
+        if not lines[i].startswith("--- "):
+            i += 1
+            continue
+        src = lines[i][4:].split("\t")[0].strip()
+        dst = lines[i + 1][4:].split("\t")[0].strip()
+        i += 2
+        target = dst if dst != "/dev/null" else src
+        path = safe_path(target.split("/", 1)[1] if "/" in target else target)
+        old_text = out.get(path, "")
+        old_lines = old_text.splitlines(keepends=True)
+        result: list[str] = []
+        cursor = 0
+        while i < len(lines) and lines[i].startswith("@@"):
+            m = _HUNK.match(lines[i])
+            if not m:
+                raise WorkspaceError(f"bad hunk header: {lines[i]!r}")
+            start = int(m.group(1)) - (0 if m.group(2) == "0" else 1)
+            want_old = int(m.group(2) or 1)
+            want_new = int(m.group(4) or 1)
+            i += 1
+            result.extend(old_lines[cursor:start])
+            cursor = start
+            while i < len(lines) and (want_old > 0 or want_new > 0 or lines[i].startswith("\\")):
+                tag, body = lines[i][:1], lines[i][1:]
+                if tag not in (" ", "-", "+", "\\"):
+                    raise WorkspaceError(f"malformed hunk in the patch for {path}: {lines[i]!r}")
+                want_old -= tag in (" ", "-")
+                want_new -= tag in (" ", "+")
+                if tag == "\\":
+                    if result and result[-1].endswith("\n"):
+                        result[-1] = result[-1][:-1]
+                elif tag in (" ", "-"):
+                    have = old_lines[cursor] if cursor < len(old_lines) else None
+                    if have is None or have.rstrip("\n") != body.rstrip("\n"):
+                        raise WorkspaceError(f"patch does not apply to {path} near line {cursor + 1}")
+                    cursor += 1
+                    if tag == " ":
+                        result.append(have)
+                else:
+                    result.append(body)
+                i += 1
+        result.extend(old_lines[cursor:])
+        if dst == "/dev/null":
+            out.pop(path, None)
+        else:
+            out[path] = "".join(result)
+    return out
+
+
+class Workspace:
+    """The files of one episode, in memory; the original is kept for diffs."""
+
+    def __init__(self, files: dict[str, str]) -> None:
+        self.original = dict(files)
+        self.files = dict(files)
+
+    def paths(self) -> list[str]:
+        return sorted(self.files)
+
+    def read(self, path: str) -> str:
+        p = safe_path(path)
+        if p not in self.files:
+            raise WorkspaceError(f"no such file: {p}. Files: {', '.join(self.paths())}")
+        return self.files[p]
+
+    def edit(self, path: str, old: str, new: str) -> str:
+        """Replace the single exact occurrence of ``old``; returns the normalised path.
+
+        An empty ``old`` creates a file that does not exist yet and is refused otherwise.
+        """
+        p = safe_path(path)
+        if p not in self.files:
+            if old:
+                raise WorkspaceError(f"no such file: {p}. Files: {', '.join(self.paths())}")
+            if len(self.files) >= MAX_FILES:
+                raise WorkspaceError(f"the workspace already holds {MAX_FILES} files")
+            self.files[p] = new
+            return p
+        if not old:
+            raise WorkspaceError(
+                "old_str is empty: give the exact text to replace (copy it from read_file)"
+            )
+        if old == new:
+            raise WorkspaceError("old_str and new_str are identical: nothing would change")
+        text = self.files[p]
+        count = text.count(old)
+        if count == 0:
+            raise WorkspaceError(f"old_str not found in {p}.{_nearest(text, old)}")
+        if count > 1:
+            raise WorkspaceError(
+                f"old_str occurs {count} times in {p}; include more surrounding lines so it is unique"
+            )
+        self.files[p] = text.replace(old, new, 1)
+        return p
+
+    def diff(self, path: str | None = None) -> str:
+        only = safe_path(path) if path else None
+        return unified_diff(self.original, self.files, only)
+
+    def changed_paths(self) -> list[str]:
+        keys = set(self.original) | set(self.files)
+        return sorted(k for k in keys if self.original.get(k) != self.files.get(k))
+
+    def content_hash(self) -> str:
+        return content_hash(self.files)
+
+    def apply_patch(self, patch: str) -> None:
+        self.files = apply_patch(self.files, patch)
+
+    # -- disk round trip (used by real sandboxes) ---------------------------------------
+    def write_to(self, root: Path) -> None:
+        for rel, text in self.files.items():
+            dest = root / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_text(text)
+
+    def absorb(self, root: Path) -> tuple[dict[str, str], list[str]]:
+        """Take back text files a run created or changed under ``root``.
+
+        Returns (changed files, notes). Symlinks, binaries and oversized files are skipped
+        with a note; files that disappeared are removed.
+        """
+        changed: dict[str, str] = {}
+        notes: list[str] = []
+        seen: set[str] = set()
+        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+            dirnames[:] = [d for d in dirnames if d not in _IGNORED_PARTS]
+            for name in filenames:
+                full = Path(dirpath) / name
+                rel = full.relative_to(root).as_posix()
+                if full.is_symlink():
+                    notes.append(f"skipped symlink {rel}")
+                    continue
+                if full.stat().st_size > MAX_FILE_BYTES:
+                    notes.append(f"skipped {rel} (larger than {MAX_FILE_BYTES} bytes)")
+                    continue
+                try:
+                    text = full.read_text()
+                except UnicodeDecodeError:
+                    notes.append(f"skipped binary file {rel}")
+                    continue
+                seen.add(rel)
+                if self.files.get(rel) != text:
+                    changed[rel] = text
+        for rel in [p for p in self.files if p not in seen and not os.path.lexists(root / p)]:
+            del self.files[rel]
+        self.files.update(changed)
+        return changed, notes
+
+
+def _nearest(text: str, old: str) -> str:
+    """A hint showing the lines of ``text`` closest to the first line of ``old``."""
+    first = next((ln for ln in old.splitlines() if ln.strip()), old).strip()
+    lines = text.splitlines()
+    scored = sorted(
+        ((difflib.SequenceMatcher(None, first, ln.strip()).ratio(), n) for n, ln in enumerate(lines)),
+        reverse=True,
+    )[:3]
+    picks = [(n, lines[n]) for r, n in scored if r > 0.5]
+    if not picks:
+        return " No similar line exists; read the file first."
+    shown = "\n".join(f"  {n + 1:4d}| {ln}" for n, ln in sorted(picks))
+    return f" Nearest lines (check whitespace and exact characters):\n{shown}"

@@ -1,0 +1,81 @@
+"""Shared fixtures: the toy fixture task (no torch), the real task registry, a live server."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from sandbox_env.sandbox.local import LocalSandbox
+from sandbox_env.tasks import TaskRegistry
+from sandbox_env.traces import Provenance, record_task
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURE_TASKS = Path(__file__).parent / "fixtures" / "tasks"
+
+
+@pytest.fixture(scope="session")
+def toy_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the fixture tasks with traces recorded for real by LocalSandbox."""
+    root = tmp_path_factory.mktemp("tasks")
+    shutil.copytree(FIXTURE_TASKS, root, dirs_exist_ok=True)
+    reg = TaskRegistry(root)
+    for task in reg:
+        record_task(task, LocalSandbox(), Provenance(source="local", torch=None), log=lambda *_: None)
+    return root
+
+
+@pytest.fixture(scope="session")
+def toy_tasks(toy_root: Path) -> TaskRegistry:
+    return TaskRegistry(toy_root)
+
+
+@pytest.fixture(scope="session")
+def real_tasks() -> TaskRegistry:
+    return TaskRegistry(ROOT / "task_repos")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(task_root: Path, mode: str = "mock", *extra: str) -> tuple[subprocess.Popen, str]:
+    """A real uvicorn server in a subprocess; returns (process, base URL) once healthy."""
+    port = free_port()
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env.pop("SANDBOX_ENV_JUDGE_MODEL", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sandbox_env.cli", "--task-root", str(task_root), "serve",
+         "--mode", mode, "--port", str(port), "--log-level", "warning", *extra],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited: {proc.stdout.read().decode() if proc.stdout else ''}")
+        try:
+            if httpx.get(url + "/health", timeout=1).status_code == 200:
+                return proc, url
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError("server did not become healthy in 30 s")
+
+
+@pytest.fixture(scope="module")
+def toy_server(toy_root: Path) -> Iterator[str]:
+    proc, url = start_server(toy_root, "mock", "--max-sessions", "40")
+    yield url
+    proc.terminate()
+    proc.wait(timeout=10)

@@ -1,0 +1,124 @@
+"""TriageEnvironment: episode flow, budget, rewards and the seed's exploits (toy task, mock)."""
+
+from __future__ import annotations
+
+import pytest
+
+from sandbox_env.environment import EpisodeDone, InvalidAction, NotReset, TriageEnvironment
+from sandbox_env.models import Limits, Outcome, RunResult, Verdict
+from sandbox_env.oracle import oracle_actions
+from sandbox_env.sandbox.mock import MockSandbox
+from sandbox_env.tasks import TaskRegistry
+
+
+@pytest.fixture
+def env(toy_tasks: TaskRegistry) -> TriageEnvironment:
+    return TriageEnvironment(toy_tasks, MockSandbox())
+
+
+def test_reset_observation(env: TriageEnvironment) -> None:
+    obs = env.reset(task="toy_mean", episode_id="ep1", seed=3)
+    assert obs.episode_id == "ep1" and obs.mode == "mock" and obs.step_number == 0
+    assert set(obs.current_files) == {"report.py", "stats.py"} and obs.instructions
+    assert obs.budget_remaining == obs.max_steps and not obs.done
+    assert env.state.seed == 3
+
+
+def test_step_before_reset_and_after_done(env: TriageEnvironment) -> None:
+    with pytest.raises(NotReset):
+        env.step({"action_type": "view_git_diff"})
+    env.reset(task="toy_mean")
+    env.step({"action_type": "submit_fix", "explanation": "nothing"})
+    with pytest.raises(EpisodeDone):
+        env.step({"action_type": "view_git_diff"})
+
+
+def test_invalid_actions_are_explained(env: TriageEnvironment) -> None:
+    env.reset(task="toy_mean")
+    with pytest.raises(InvalidAction, match="no action_type"):
+        env.step({"filename": "x"})
+    with pytest.raises(InvalidAction, match="read_file"):
+        env.step({"action_type": "rm_rf"})
+    with pytest.raises(InvalidAction, match="filename"):
+        env.step({"action_type": "read_file"})
+
+
+def test_oracle_episode_scores_high(env: TriageEnvironment, toy_tasks: TaskRegistry) -> None:
+    env.reset(task="toy_mean")
+    for a in oracle_actions(toy_tasks.get("toy_mean")):
+        obs = env.step(a)
+    assert obs.done and obs.verdict and obs.verdict.passed
+    assert obs.score is not None and obs.score >= 0.9
+    assert env.state.score == obs.score and obs.system_status == "fix_verified"
+    assert env.state.cumulative_reward > obs.score  # shaping + terminal
+
+
+def test_run_output_reward_and_hints(env: TriageEnvironment) -> None:
+    env.reset(task="toy_mean")
+    obs = env.step({"action_type": "execute_bash", "command": "python report.py"})
+    assert obs.run_status == "failing" and obs.reward > 0 and "sanity check failed" in obs.terminal_output
+    assert obs.system_status == "training_failed" and obs.hint is None
+    obs = env.step({"action_type": "execute_bash", "command": "python3 report.py"})
+    assert obs.reward == 0  # the failure was already reproduced once
+    assert obs.hint is not None
+
+
+def test_repeat_penalty_only_on_unchanged_workspace(env: TriageEnvironment) -> None:
+    env.reset(task="toy_mean")
+    env.step({"action_type": "view_git_diff"})
+    obs = env.step({"action_type": "view_git_diff"})
+    assert obs.reward < 0 and "identical action" in obs.terminal_output
+    env.step({"action_type": "edit_file", "filename": "stats.py", "old_str": "total = 0.0",
+              "new_str": "total = 0.0 + 0"})
+    assert env.step({"action_type": "view_git_diff"}).reward == 0
+
+
+def test_failed_edit_earns_nothing_and_syntax_break_costs(env: TriageEnvironment) -> None:
+    env.reset(task="toy_mean")
+    obs = env.step({"action_type": "edit_file", "filename": "stats.py", "old_str": "nope", "new_str": "x"})
+    assert obs.reward == 0 and obs.last_action_error
+    obs = env.step({"action_type": "edit_file", "filename": "stats.py", "old_str": "total = 0.0",
+                    "new_str": "total = (0.0"})
+    assert obs.reward < 0 and "no longer compiles" in obs.terminal_output
+
+
+def test_budget_exhaustion_scores_unverified(env: TriageEnvironment) -> None:
+    obs = env.reset(task="toy_mean")
+    for i in range(obs.max_steps):
+        obs = env.step({"action_type": "read_file", "filename": ["stats.py", "report.py"][i % 2]})
+    assert obs.done and obs.system_status == "budget_exhausted"
+    assert obs.score == 0.001 and env.state.verdict is None
+
+
+@pytest.mark.parametrize("exploit", [
+    [{"action_type": "edit_file", "filename": "stats.py", "old_str": "total = 0.0",
+      "new_str": "total = 0.0  # off-by-one fixed: divide by len(values) not len(values) - 1"}],
+    [{"action_type": "edit_file", "filename": "stats.py", "old_str": "", "new_str": "x"}],
+    [{"action_type": "read_file", "filename": "stats.py"}] * 7,
+    [],
+])
+def test_seed_exploits_score_low(env: TriageEnvironment, exploit: list[dict]) -> None:
+    env.reset(task="toy_mean")
+    for a in exploit:
+        env.step(a)
+    stuffed = "off-by-one len(values) count divisor " * 20
+    obs = env.step({"action_type": "submit_fix", "explanation": stuffed})
+    assert obs.done and not obs.verdict.passed and obs.score < 0.2
+
+
+class _BrokenSandbox(MockSandbox):
+    def run(self, workspace, command, limits: Limits, task):  # type: ignore[no-untyped-def]
+        return RunResult(command=command, output="engine gone", exit_code=None,
+                         outcome=Outcome.infra_error, duration_s=0)
+
+    def verify(self, workspace, task):  # type: ignore[no-untyped-def]
+        return Verdict(passed=False, outcome=Outcome.infra_error, reasons=["engine gone"])
+
+
+def test_infra_errors_are_not_scored(toy_tasks: TaskRegistry) -> None:
+    env = TriageEnvironment(toy_tasks, _BrokenSandbox())
+    env.reset(task="toy_mean")
+    obs = env.step({"action_type": "execute_bash", "command": "python report.py"})
+    assert obs.step_number == 0 and obs.system_status == "infra_error" and obs.reward == 0
+    obs = env.step({"action_type": "submit_fix", "explanation": "x"})
+    assert not obs.done and obs.score is None and "not a result about your code" in obs.terminal_output

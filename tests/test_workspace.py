@@ -1,0 +1,108 @@
+"""Workspace: exact edits, path confinement, diffs, patches, the content hash."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from sandbox_env.workspace import (
+    Workspace,
+    WorkspaceError,
+    apply_patch,
+    content_hash,
+    safe_path,
+    syntax_error,
+    unified_diff,
+)
+
+FILES = {"train.py": "import torch\n\nloss = 0\nloss = 0\nfor x in data:\n    total += x\n",
+         "pkg/model.py": "class M:\n    pass\n"}
+
+
+@pytest.mark.parametrize("bad", ["../etc/passwd", "/etc/passwd", "a/../../x", "..", ".", "",
+                                 "a\x00b", "C:\\x", "__pycache__/x.pyc", "sub/.git/config"])
+def test_paths_outside_the_workspace_are_refused(bad: str) -> None:
+    with pytest.raises(WorkspaceError):
+        safe_path(bad)
+
+
+def test_paths_are_normalised() -> None:
+    assert safe_path("./pkg//model.py") == "pkg/model.py"
+    assert safe_path("pkg/../train.py") == "train.py"
+
+
+def test_empty_old_str_is_refused_on_existing_file() -> None:
+    ws = Workspace(FILES)
+    with pytest.raises(WorkspaceError, match="old_str is empty"):
+        ws.edit("train.py", "", "x")
+    assert ws.files == FILES
+
+
+def test_non_unique_match_reports_count() -> None:
+    ws = Workspace(FILES)
+    with pytest.raises(WorkspaceError, match="occurs 2 times"):
+        ws.edit("train.py", "loss = 0\n", "loss = 1\n")
+
+
+def test_miss_shows_nearest_lines() -> None:
+    ws = Workspace(FILES)
+    with pytest.raises(WorkspaceError) as err:
+        ws.edit("train.py", "  total +=  x", "total += float(x)")
+    assert "Nearest lines" in str(err.value) and "6|" in str(err.value)
+
+
+def test_unique_edit_and_diff() -> None:
+    ws = Workspace(FILES)
+    ws.edit("train.py", "    total += x\n", "    total += float(x)\n")
+    d = ws.diff()
+    assert "-    total += x" in d and "+    total += float(x)" in d and "a/train.py" in d
+    assert ws.diff("pkg/model.py") == ""
+    assert ws.changed_paths() == ["train.py"]
+
+
+def test_new_file_needs_empty_old_str() -> None:
+    ws = Workspace(FILES)
+    ws.edit("util.py", "", "X = 1\n")
+    assert ws.files["util.py"] == "X = 1\n"
+    with pytest.raises(WorkspaceError, match="no such file"):
+        ws.edit("other.py", "a", "b")
+
+
+def test_hash_ignores_comments_and_formatting_but_not_code() -> None:
+    h = content_hash(FILES)
+    commented = dict(FILES, **{"train.py": "# use loss.item() here\n" + FILES["train.py"]})
+    assert content_hash(commented) == h
+    changed = dict(FILES, **{"train.py": FILES["train.py"].replace("total += x", "total += 2*x")})
+    assert content_hash(changed) != h
+    assert content_hash(dict(reversed(list(FILES.items())))) == h
+
+
+def test_syntax_error_checks_the_whole_file() -> None:
+    assert syntax_error("a.py", "def f(:\n  pass\n").startswith("a.py:1: SyntaxError")
+    assert syntax_error("a.py", "x = 1\n") is None
+    assert syntax_error("notes.txt", "def f(:") is None
+
+
+def test_patch_round_trip_and_strictness() -> None:
+    new = dict(FILES, **{"train.py": FILES["train.py"].replace("total += x", "total += x.item()"),
+                         "added.py": "A = 1\n"})
+    patch = unified_diff(FILES, new)
+    assert apply_patch(FILES, patch) == new
+    broken = dict(FILES, **{"train.py": "something else\n"})
+    with pytest.raises(WorkspaceError, match="does not apply"):
+        apply_patch(broken, patch)
+
+
+def test_absorb_skips_symlinks_and_binaries(tmp_path: Path) -> None:
+    ws = Workspace(FILES)
+    ws.write_to(tmp_path)
+    (tmp_path / "out.txt").write_text("ok\n")
+    (tmp_path / "blob.bin").write_bytes(b"\xff\xfe\x00")
+    os.symlink("/etc/passwd", tmp_path / "link.txt")
+    (tmp_path / "pkg" / "model.py").unlink()
+    changed, notes = ws.absorb(tmp_path)
+    assert changed == {"out.txt": "ok\n"}
+    assert any("symlink" in n for n in notes) and any("binary" in n for n in notes)
+    assert "pkg/model.py" not in ws.files and "link.txt" not in ws.files

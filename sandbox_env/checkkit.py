@@ -98,6 +98,8 @@ class Check:
     reasons: list[str] = field(default_factory=list)
     evidence: dict[str, Any] = field(default_factory=dict)
     outcome: str | None = None  # set by fail(); passed when no failure was recorded
+    child_uid: int | None = None  # when the check runs as root: children run as this uid
+    driver_dir: Path | None = None  # readable copies of the check's *.py for children
 
     # -- running agent code -------------------------------------------------------------
     def run(
@@ -132,6 +134,9 @@ class Check:
 
         argv = with_data_limit(argv, data_limit_mb)
         start = time.monotonic()
+        drop: dict[str, Any] = {}
+        if self.child_uid is not None:
+            drop = {"user": self.child_uid, "group": self.child_uid, "extra_groups": []}
         proc = subprocess.Popen(
             argv,
             cwd=str(cwd or self.workspace),
@@ -140,6 +145,7 @@ class Check:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            **drop,
         )
         cap = _Capture(proc.stdout)
         deadline = start + timeout_s
@@ -170,8 +176,13 @@ class Check:
         )
 
     def run_driver(self, name: str, *args: str, **kw: Any) -> ChildResult:
-        """Run a helper script that lives in the check dir (never in the workspace)."""
-        return self.run(["python", str(self.check_dir / name), *args], **kw)
+        """Run a helper script of the check dir (never in the workspace).
+
+        When children run under another uid the check dir is unreadable to them, so they
+        run a copy of the check's Python files; data files (references) stay hidden.
+        """
+        where = self.driver_dir or self.check_dir
+        return self.run(["python", str(where / name), *args], **kw)
 
     # -- findings ---------------------------------------------------------------------
     def fail(self, reason: str, outcome: str = "failed") -> None:
@@ -229,6 +240,19 @@ class Check:
         check_dir = Path(sys.argv[0]).resolve().parent
         with tempfile.TemporaryDirectory(prefix="check-") as scratch:
             ck = Check(Path(args.workspace).resolve(), check_dir, Path(scratch))
+            uid = os.environ.get("SANDBOX_CHILD_UID")
+            if uid and os.geteuid() == 0:
+                ck.child_uid = int(uid)
+                ck.scratch = Path(scratch) / "home"
+                ck.scratch.mkdir()
+                os.chown(ck.scratch, ck.child_uid, ck.child_uid)
+                ck.driver_dir = Path(scratch) / "bin"
+                ck.driver_dir.mkdir()
+                for src in check_dir.glob("*.py"):
+                    (ck.driver_dir / src.name).write_bytes(src.read_bytes())
+                    os.chmod(ck.driver_dir / src.name, 0o644)
+                os.chmod(scratch, 0o755)
+                os.chmod(ck.driver_dir, 0o755)
             try:
                 body(ck)
                 verdict = ck.verdict()

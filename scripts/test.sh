@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Install the dev + torch extras (torch pinned to 2.13.0 CPU) and run lint and the whole test suite.
+# Extra arguments go to pytest (e.g. scripts/test.sh -m "not real").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh dev,torch
+.venv/bin/ruff check sandbox_env tests tools
+exec .venv/bin/python -m pytest "$@"

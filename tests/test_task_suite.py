@@ -1,0 +1,115 @@
+"""Every real task: well-formed, labelled, recorded, and played correctly in mock mode."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import pytest
+
+from sandbox_env.environment import TriageEnvironment
+from sandbox_env.oracle import oracle_actions, patch_to_edits
+from sandbox_env.sandbox.mock import MockSandbox
+from sandbox_env.tasks import TaskRegistry, TaskSpec
+from sandbox_env.traces import load_traces, task_states
+from sandbox_env.workspace import Workspace, content_hash
+
+from .conftest import ROOT
+
+TASK_IDS = sorted(p.parent.name for p in (ROOT / "task_repos").glob("*/task.toml"))
+SEED_TASKS = {"oom_graph_leak", "fsdp_collective_deadlock", "compile_graph_break", "ddp_gradient_hang"}
+MOCK = MockSandbox()
+
+
+def test_the_seed_tasks_exist() -> None:
+    assert SEED_TASKS <= set(TASK_IDS)
+
+
+@pytest.fixture(params=TASK_IDS)
+def task(request: pytest.FixtureRequest, real_tasks: TaskRegistry) -> TaskSpec:
+    return real_tasks.get(request.param)
+
+
+def test_repo_is_genuine_and_gives_nothing_away(task: TaskSpec) -> None:
+    files = task.repo_files()
+    assert {"train.py", "model.py", "config.py", "data_loader.py"} <= set(files)
+    for path, text in files.items():
+        assert not re.search(r"#\s*(BUG|FIXME|XXX|HACK)\b", text, re.IGNORECASE), path
+    assert set(task.signal_files) <= set(files)
+    assert len(task.hints) >= 2 and len(task.concepts) >= 3 and task.reference_explanation
+    re.compile(task.failure.signature)
+
+
+def test_patch_set_is_rich_enough(task: TaskSpec) -> None:
+    kinds = Counter(p.label for p in task.patches)
+    assert len(task.patches) >= 12, kinds
+    assert kinds["correct"] >= 3 and kinds["wrong"] >= 3 and kinds["cheat"] >= 4, kinds
+
+
+def test_classifier_labels_every_known_state(task: TaskSpec) -> None:
+    wrong = [(state, want, task.classifier(files)) for state, want, files in task_states(task)
+             if task.classifier(files) != want]
+    assert not wrong, wrong
+
+
+def test_traces_are_fresh_and_agree_with_labels(task: TaskSpec) -> None:
+    traces = {t.state: t for t in load_traces(task)}
+    for state, behaviour, files in task_states(task):
+        assert state in traces, f"{state} was never recorded: run `sandbox-env record {task.id}`"
+        t = traces[state]
+        assert t.workspace_hash == content_hash(files), f"{state}: trace is stale, re-record"
+        assert t.behaviour == behaviour
+    assert not traces["original"].verdict.passed
+    assert re.search(task.failure.signature, traces["original"].runs[0].output)
+    assert traces["solution"].verdict.passed, traces["solution"].verdict.reasons
+    for p in task.patches:
+        v = traces[f"patch:{p.file}"].verdict
+        assert v.passed == p.should_pass, (p.file, p.label, v.reasons)
+
+
+def test_mock_verdict_of_every_labelled_patch_equals_its_label(task: TaskSpec) -> None:
+    for p in task.patches:
+        ws = Workspace(task.repo_files())
+        ws.apply_patch(task.patch_text(p))
+        assert MOCK.verify(ws, task).passed == p.should_pass, p.file
+
+
+def test_oracle_scores_at_least_0_9_in_mock_mode(task: TaskSpec, real_tasks: TaskRegistry) -> None:
+    env = TriageEnvironment(real_tasks, MOCK)
+    env.reset(task=task.id)
+    for a in oracle_actions(task):
+        obs = env.step(a)
+    assert obs.done and obs.verdict is not None and obs.verdict.passed, obs.terminal_output
+    assert obs.score is not None and obs.score >= 0.9, obs.terminal_output
+
+
+def _exploits(task: TaskSpec) -> dict[str, list[dict]]:
+    fix_lines = [e["new_str"] for e in patch_to_edits(task.repo_files(), task.solution_patch)]
+    comment = "".join(f"# {ln}\n" for chunk in fix_lines for ln in chunk.splitlines() if ln.strip())
+    first = task.signal_files[0]
+    anchor = task.repo_files()[first].splitlines(keepends=True)[0]
+    reads = [{"action_type": "read_file", "filename": f}
+             for f in (task.signal_files * 8)[: min(8, task.max_steps - 1)]]
+    return {
+        "comment_injection": [{"action_type": "edit_file", "filename": first, "old_str": anchor,
+                               "new_str": comment + anchor}],
+        "empty_old_str": [{"action_type": "edit_file", "filename": first, "old_str": "",
+                           "new_str": "x = 1\n"}],
+        "reads_then_submit": reads,
+        "no_edit": [],
+    }
+
+
+@pytest.mark.parametrize("name", ["comment_injection", "empty_old_str", "reads_then_submit", "no_edit"])
+@pytest.mark.parametrize("explanation", ["reference", "stuffed"])
+def test_seed_exploits_score_below_0_2(task: TaskSpec, real_tasks: TaskRegistry, name: str,
+                                      explanation: str) -> None:
+    env = TriageEnvironment(real_tasks, MOCK)
+    env.reset(task=task.id)
+    for a in _exploits(task)[name]:
+        env.step(a)
+    words = " ".join(p for c in task.concepts for p in [c.name])
+    text = task.reference_explanation if explanation == "reference" else (words + " ") * 25
+    obs = env.step({"action_type": "submit_fix", "explanation": text})
+    assert obs.done and obs.verdict is not None and not obs.verdict.passed
+    assert obs.score is not None and obs.score < 0.2

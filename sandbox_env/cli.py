@@ -25,7 +25,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from .server import ServerConfig, create_app
 
     tasks = _registry(args)
-    sandbox = make_sandbox(args.mode)
+    sandbox = make_sandbox(args.mode, owner=args.owner or f"serve-{args.port}")
     cfg = ServerConfig(max_sessions=args.max_sessions, idle_timeout_s=args.idle_timeout)
     app = create_app(tasks, sandbox, cfg)
     print(f"sandbox-env {__version__}: {len(tasks)} tasks, mode={sandbox.mode}, "
@@ -114,6 +114,31 @@ def cmd_record(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_images(args: argparse.Namespace) -> int:
+    from .images import build_all
+
+    online = {"online": True, "offline": False, "auto": None}[args.source]
+    for tag, image_id in build_all(force=args.force, online=online, server=not args.runner_only).items():
+        print(f"{tag}: {image_id[:19]}")
+    return 0
+
+
+def cmd_reap(args: argparse.Namespace) -> int:
+    import docker
+
+    from .sandbox.docker import reap
+
+    n = reap(docker.from_env(), args.owner)
+    print(f"removed {n} container(s)")
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from .doctor import run_doctor
+
+    return run_doctor(print)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="sandbox-env", description=__doc__)
     p.add_argument("--version", action="version", version=__version__)
@@ -127,6 +152,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--max-sessions", type=int, default=64)
     s.add_argument("--idle-timeout", type=float, default=900.0)
     s.add_argument("--log-level", default="info")
+    s.add_argument("--owner", help="label for this server's containers (default serve-PORT); "
+                                   "its leftovers are reaped at start and on shutdown")
     s.set_defaults(fn=cmd_serve)
 
     s = sub.add_parser("tasks", help="list the tasks")
@@ -148,6 +175,22 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--mode", choices=MODES, default="mock")
     s.add_argument("-v", "--verbose", action="store_true")
     s.set_defaults(fn=cmd_play)
+
+    s = sub.add_parser("images", help="build the sandbox images")
+    s.add_argument("action", choices=["build"])
+    s.add_argument("--force", action="store_true", help="rebuild even if present")
+    s.add_argument("--source", choices=["auto", "online", "offline"], default="auto",
+                   help="online: official slim image + PyTorch index; offline: Debian bootstrap "
+                        "+ local wheelhouse; auto: offline when no registry answers")
+    s.add_argument("--runner-only", action="store_true")
+    s.set_defaults(fn=cmd_images)
+
+    s = sub.add_parser("reap", help="remove leftover sandbox containers and volumes")
+    s.add_argument("--owner", help="only this owner's (default: all sandbox-env containers)")
+    s.set_defaults(fn=cmd_reap)
+
+    s = sub.add_parser("doctor", help="check the Docker engine, images, limits and a smoke run")
+    s.set_defaults(fn=cmd_doctor)
 
     s = sub.add_parser("record", help="record real traces of every labelled state for mock mode")
     s.add_argument("tasks", nargs="*")

@@ -23,7 +23,7 @@ def docker_available() -> tuple[bool, str]:
     return True, "ok"
 
 
-def make_sandbox(mode: str) -> Sandbox:
+def make_sandbox(mode: str, owner: str | None = None) -> Sandbox:
     """Build the sandbox for ``mode``; raises SandboxUnavailable with the reason."""
     if mode == "mock":
         return MockSandbox()
@@ -39,7 +39,7 @@ def make_sandbox(mode: str) -> Sandbox:
             except ImportError as exc:
                 why = f"docker mode is not available in this build: {exc}"
             else:
-                return DockerSandbox()
+                return DockerSandbox(owner=owner)
         if mode == "auto":
             return MockSandbox()
         raise SandboxUnavailable(f"docker mode requested but {why}")

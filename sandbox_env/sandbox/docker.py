@@ -125,6 +125,9 @@ class DockerSandbox:
         self._pool: queue.Queue[_Box] = queue.Queue()
         self._closed = False
         self._fill_lock = threading.Lock()
+        leftovers = reap(self.client, self.owner)  # a previous run of this owner crashed
+        if leftovers:
+            log.warning("reaped %d leftover container(s) of %s", leftovers, self.owner)
         self._refill()
 
     # ------------------------------------------------------------------ lifecycle

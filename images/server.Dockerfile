@@ -1,0 +1,22 @@
+# Server: the sandbox-env package, its task repos and the Docker SDK (talks to the host engine
+# through the mounted socket). No torch: commands run in runner containers.
+# Offline: --build-arg BASE_IMAGE=sandbox-env-base:bookworm
+#          --build-arg PIP_INSTALL_ARGS="--no-index --find-links /wheels"
+# Build context: the repository root (see docker-compose.yml).
+ARG BASE_IMAGE=python:3.11-slim
+FROM ${BASE_IMAGE}
+ARG PIP_INSTALL_ARGS=""
+COPY images/wheels/ /wheels/
+COPY pyproject.toml README.md /app/
+COPY sandbox_env /app/sandbox_env
+RUN python3 -m venv /opt/venv \
+ && /opt/venv/bin/pip install --no-cache-dir ${PIP_INSTALL_ARGS} "/app[docker]" \
+ && rm -rf /wheels
+COPY task_repos /app/task_repos
+ENV PATH=/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    LANG=C.UTF-8 PYTHONUNBUFFERED=1 SANDBOX_ENV_TASK_ROOT=/app/task_repos
+LABEL org.sandbox-env.role="server"
+EXPOSE 8000
+HEALTHCHECK --interval=10s --timeout=5s --retries=6 \
+  CMD ["python3", "-c", "import urllib.request,sys; sys.exit(urllib.request.urlopen('http://127.0.0.1:8000/health', timeout=4).status != 200)"]
+CMD ["sandbox-env", "serve", "--mode", "docker", "--host", "0.0.0.0", "--port", "8000"]

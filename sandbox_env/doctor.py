@@ -1,0 +1,67 @@
+"""`sandbox-env doctor`: is this machine ready for docker mode? Each line is ok or a fix."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .images import SERVER_IMAGE
+from .models import Limits, Outcome
+from .sandbox.docker import RUNNER_IMAGE
+
+
+def run_doctor(say: Callable[[str], None]) -> int:
+    """Print one line per check; returns 0 when docker mode can work here."""
+    problems = 0
+
+    def line(ok: bool, what: str, fix: str = "") -> None:
+        nonlocal problems
+        problems += not ok
+        say(f"[{'ok' if ok else 'FAIL'}] {what}" + ("" if ok else f"\n       fix: {fix}"))
+
+    try:
+        import docker
+    except ImportError:
+        line(False, "docker Python SDK", "pip install 'sandbox-env[docker]'")
+        return 1
+    try:
+        client = docker.from_env(timeout=10)
+        info = client.info()
+        line(True, f"engine {info.get('ServerVersion')} ({info.get('Driver')}, "
+                   f"cgroup v{info.get('CgroupVersion', '1')})")
+    except Exception as exc:
+        line(False, f"engine not reachable: {exc}",
+             "apt-get install -y docker.io && (setsid dockerd > /var/log/dockerd.log 2>&1 &)")
+        return 1
+    for tag in (RUNNER_IMAGE, SERVER_IMAGE):
+        try:
+            client.images.get(tag)
+            line(True, f"image {tag}")
+        except docker.errors.ImageNotFound:
+            line(False, f"image {tag} missing", "sandbox-env images build")
+    try:
+        out = client.containers.run(
+            RUNNER_IMAGE, ["python", "-c", "import torch; print(torch.__version__)"],
+            remove=True, network_mode="none", read_only=True, mem_limit="1g", pids_limit=64,
+            cap_drop=["ALL"], security_opt=["no-new-privileges"], user="1000")
+        line(True, f"runner torch {out.decode().strip()} under read-only root, no network, "
+                   "memory/pids caps, no capabilities")
+    except Exception as exc:
+        line(False, f"runner limits: {exc}", "check the engine's cgroup/seccomp support")
+        return 1
+    from .sandbox.docker import DockerSandbox
+    from .tasks import TaskRegistry
+    from .workspace import Workspace
+
+    sbx = DockerSandbox(owner="doctor", pool_size=0)
+    try:
+        task = next(iter(TaskRegistry()))
+        res = sbx.run(Workspace({"probe.py": "import os, socket\nprint(os.getuid())\n"}),
+                      "python probe.py && (python -c \"import socket; socket.create_connection(("
+                      "'1.1.1.1', 53), 2)\" 2>/dev/null && echo NET || echo NONET)",
+                      Limits(timeout_s=60), task)
+        ok = res.outcome == Outcome.passed and "1000" in res.output and "NONET" in res.output
+        line(ok, f"smoke run through DockerSandbox ({res.duration_s:.2f}s): non-root, no network",
+             res.output[-500:])
+    finally:
+        sbx.close()
+    return 1 if problems else 0

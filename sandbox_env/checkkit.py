@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -137,6 +138,7 @@ class Check:
         drop: dict[str, Any] = {}
         if self.child_uid is not None:
             drop = {"user": self.child_uid, "group": self.child_uid, "extra_groups": []}
+            self._hand_scratch_to_child()
         proc = subprocess.Popen(
             argv,
             cwd=str(cwd or self.workspace),
@@ -174,6 +176,13 @@ class Check:
             duration_s=round(time.monotonic() - start, 3),
             timed_out=timed_out,
         )
+
+    def _hand_scratch_to_child(self) -> None:
+        """Let children write where the check prepared files for them (the check runs as root)."""
+        assert self.child_uid is not None
+        for dirpath, dirnames, filenames in os.walk(self.scratch):
+            for name in [dirpath, *(os.path.join(dirpath, n) for n in dirnames + filenames)]:
+                os.chown(name, self.child_uid, self.child_uid, follow_symlinks=False)
 
     def run_driver(self, name: str, *args: str, **kw: Any) -> ChildResult:
         """Run a helper script of the check dir (never in the workspace).
@@ -238,33 +247,36 @@ class Check:
         sys.stdin.close()
         out = os.fdopen(os.dup(sys.stdout.fileno()), "w")
         check_dir = Path(sys.argv[0]).resolve().parent
-        with tempfile.TemporaryDirectory(prefix="check-") as scratch:
-            ck = Check(Path(args.workspace).resolve(), check_dir, Path(scratch))
-            uid = os.environ.get("SANDBOX_CHILD_UID")
-            if uid and os.geteuid() == 0:
-                ck.child_uid = int(uid)
-                ck.scratch = Path(scratch) / "home"
-                ck.scratch.mkdir()
-                os.chown(ck.scratch, ck.child_uid, ck.child_uid)
-                ck.driver_dir = Path(scratch) / "bin"
-                ck.driver_dir.mkdir()
-                for src in check_dir.glob("*.py"):
-                    (ck.driver_dir / src.name).write_bytes(src.read_bytes())
-                    os.chmod(ck.driver_dir / src.name, 0o644)
-                os.chmod(scratch, 0o755)
-                os.chmod(ck.driver_dir, 0o755)
-            try:
-                body(ck)
-                verdict = ck.verdict()
-            except Exception:  # the check itself broke: never the agent's fault
-                verdict = {
-                    "passed": False,
-                    "outcome": "infra_error",
-                    "reasons": ["the hidden check crashed:\n" + traceback.format_exc()],
-                    "evidence": ck.evidence,
-                }
+        scratch = tempfile.mkdtemp(prefix="check-")
+        ck = Check(Path(args.workspace).resolve(), check_dir, Path(scratch))
+        uid = os.environ.get("SANDBOX_CHILD_UID")
+        if uid and os.geteuid() == 0:
+            ck.child_uid = int(uid)
+            ck.scratch = Path(scratch) / "home"
+            ck.scratch.mkdir()
+            os.chown(ck.scratch, ck.child_uid, ck.child_uid)
+            ck.driver_dir = Path(scratch) / "bin"
+            ck.driver_dir.mkdir()
+            for src in check_dir.glob("*.py"):
+                (ck.driver_dir / src.name).write_bytes(src.read_bytes())
+                os.chmod(ck.driver_dir / src.name, 0o644)
+            os.chmod(scratch, 0o755)
+            os.chmod(ck.driver_dir, 0o755)
+        try:
+            body(ck)
+            verdict = ck.verdict()
+        except Exception:  # the check itself broke: never the agent's fault
+            verdict = {
+                "passed": False,
+                "outcome": "infra_error",
+                "reasons": ["the hidden check crashed:\n" + traceback.format_exc()],
+                "evidence": ck.evidence,
+            }
         out.write(f"{VERDICT_TAG} {nonce} {json.dumps(verdict, sort_keys=True)}\n")
         out.flush()
+        # Children may leave files root cannot delete (no CAP_DAC_OVERRIDE in the verifier);
+        # its container is removed anyway.
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def with_data_limit(argv: list[str], data_limit_mb: int | None) -> list[str]:

@@ -88,8 +88,9 @@ def cmd_play(args: argparse.Namespace) -> int:
                     break
             st = env.state
             worst = min(worst, st.score or 0.0)
+            score = "n/a (not finished: " + obs.system_status + ")" if st.score is None else f"{st.score:.3f}"
             print(f"{tid:28s} mode={obs.mode} verified={bool(st.verdict and st.verdict.passed)} "
-                  f"score={st.score:.3f} steps={st.step_count}")
+                  f"score={score} steps={st.step_count}")
     finally:
         sandbox.close()
     return 0 if worst >= 0.9 else 1

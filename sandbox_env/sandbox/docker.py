@@ -39,6 +39,9 @@ LABEL_ROLE = "sandbox-env.role"
 SANDBOX_UID = 1000
 WORKSPACE_DIR = "/workspace"
 CHECKS_DIR = "/checks"
+# The check (trusted) runs as root with just enough to manage its uid-1000 children; the
+# children lose every capability when they switch uid.
+VERIFIER_CAPS = ["SETUID", "SETGID", "CHOWN", "DAC_OVERRIDE", "FOWNER", "KILL"]
 HARD_OUTPUT_CAP = 8_000_000  # bytes read from a run before the container is killed
 CHECK_BUDGET_S = 600.0
 # Generous caps for the pooled containers; each run narrows memory with container.update().
@@ -162,7 +165,7 @@ class DockerSandbox:
                 read_only=True, network_mode="none", hostname="localhost",
                 tmpfs={"/tmp": f"{TMP_TMPFS},uid={SANDBOX_UID},gid={SANDBOX_UID},exec"},
                 volumes=volumes, mem_limit="4g", memswap_limit="4g", pids_limit=512,
-                cap_drop=["ALL"], cap_add=["SETUID", "SETGID", "CHOWN"] if verify else [],
+                cap_drop=["ALL"], cap_add=VERIFIER_CAPS if verify else [],
                 security_opt=["no-new-privileges"], shm_size="1g",
                 labels=self._labels(role), environment={"HOME": "/tmp"},
             )

@@ -20,7 +20,8 @@ COPY --from=build /opt/venv /opt/venv
 ENV PATH=/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     LANG=C.UTF-8 PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 \
     GLOO_SOCKET_IFNAME=lo TORCHINDUCTOR_CACHE_DIR=/tmp/inductor
-LABEL org.sandbox-env.role="runner" org.sandbox-env.torch="2.13.0"
+ARG SOURCE_HASH=unknown
+LABEL org.sandbox-env.role="runner" org.sandbox-env.torch="2.13.0" org.sandbox-env.source-hash="${SOURCE_HASH}"
 USER 1000
 WORKDIR /workspace
 CMD ["python3"]

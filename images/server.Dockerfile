@@ -15,7 +15,8 @@ RUN python3 -m venv /opt/venv \
 COPY task_repos /app/task_repos
 ENV PATH=/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     LANG=C.UTF-8 PYTHONUNBUFFERED=1 SANDBOX_ENV_TASK_ROOT=/app/task_repos
-LABEL org.sandbox-env.role="server"
+ARG SOURCE_HASH=unknown
+LABEL org.sandbox-env.role="server" org.sandbox-env.source-hash="${SOURCE_HASH}"
 EXPOSE 8000
 HEALTHCHECK --interval=10s --timeout=5s --retries=6 \
   CMD ["python3", "-c", "import urllib.request,sys; sys.exit(urllib.request.urlopen('http://127.0.0.1:8000/health', timeout=4).status != 200)"]

@@ -247,7 +247,13 @@ class Check:
         sys.stdin.close()
         out = os.fdopen(os.dup(sys.stdout.fileno()), "w")
         check_dir = Path(sys.argv[0]).resolve().parent
-        scratch = tempfile.mkdtemp(prefix="check-")
+        # A fixed path when free (fresh verifier containers): recorded reasons stay identical.
+        fixed = Path(tempfile.gettempdir()) / "check"
+        try:
+            fixed.mkdir(mode=0o700)
+            scratch = str(fixed)
+        except FileExistsError:
+            scratch = tempfile.mkdtemp(prefix="check-")
         ck = Check(Path(args.workspace).resolve(), check_dir, Path(scratch))
         uid = os.environ.get("SANDBOX_CHILD_UID")
         if uid and os.geteuid() == 0:

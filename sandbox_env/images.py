@@ -7,6 +7,7 @@ online users build from the official slim Python image and the PyTorch CPU index
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import sys
 from collections.abc import Callable
@@ -23,6 +24,41 @@ SERVER_IMAGE = "sandbox-env-server:latest"
 ONLINE_BASE = "python:3.11-slim"
 OFFLINE_PIP = "--no-index --find-links /wheels"
 WHEEL_SPECS = ["torch==2.13.0", "numpy"]
+
+
+SOURCE_LABEL = "org.sandbox-env.source-hash"
+
+
+def source_hash(*paths: Path) -> str:
+    """Hash of the files an image is built from (so a stale image is rebuilt)."""
+    h = hashlib.sha256()
+    for root in paths:
+        files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+        for f in files:
+            if "__pycache__" in f.parts or f.suffix == ".pyc":
+                continue
+            h.update(str(f.relative_to(ROOT)).encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def runner_hash() -> str:
+    return source_hash(IMAGES / "runner.Dockerfile")
+
+
+def server_hash() -> str:
+    return source_hash(IMAGES / "server.Dockerfile", ROOT / "pyproject.toml", ROOT / "sandbox_env",
+                       ROOT / "task_repos")
+
+
+def _fresh(client: Any, tag: str, want: str) -> bool:
+    """The image exists and was built from the current sources."""
+    import docker
+
+    try:
+        return (client.images.get(tag).labels or {}).get(SOURCE_LABEL) == want
+    except docker.errors.ImageNotFound:
+        return False
 
 
 def _exists(client: Any, tag: str) -> bool:
@@ -92,9 +128,11 @@ def build_all(*, force: bool = False, online: bool | None = None, server: bool =
     import docker
 
     client = docker.from_env(timeout=600)
+    hashes = {RUNNER_IMAGE: runner_hash(), SERVER_IMAGE: server_hash()}
     wanted = [RUNNER_IMAGE] + ([SERVER_IMAGE] if server else [])
-    if not force and all(_exists(client, t) for t in wanted):
-        log("images present: " + ", ".join(wanted))
+    stale = [t for t in wanted if force or not _fresh(client, t, hashes[t])]
+    if not stale:
+        log("images up to date: " + ", ".join(wanted))
         return {t: client.images.get(t).id for t in wanted}
     if online is None:
         online = registry_reachable(client)
@@ -105,10 +143,10 @@ def build_all(*, force: bool = False, online: bool | None = None, server: bool =
     if not online:
         ensure_wheels(log)
         args["PIP_INSTALL_ARGS"] = OFFLINE_PIP
-    if force or not _exists(client, RUNNER_IMAGE):
+    if RUNNER_IMAGE in stale:
         _build(client, tag=RUNNER_IMAGE, dockerfile="runner.Dockerfile", context=IMAGES,
-               buildargs=args, log=log)
-    if server and (force or not _exists(client, SERVER_IMAGE)):
+               buildargs={**args, "SOURCE_HASH": hashes[RUNNER_IMAGE]}, log=log)
+    if SERVER_IMAGE in stale:
         _build(client, tag=SERVER_IMAGE, dockerfile="images/server.Dockerfile", context=ROOT,
-               buildargs=args, log=log)
+               buildargs={**args, "SOURCE_HASH": hashes[SERVER_IMAGE]}, log=log)
     return {t: client.images.get(t).id for t in wanted}

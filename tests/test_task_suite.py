@@ -67,6 +67,15 @@ def test_traces_are_fresh_and_agree_with_labels(task: TaskSpec) -> None:
         assert v.passed == p.should_pass, (p.file, p.label, v.reasons)
 
 
+def test_traces_come_from_docker_and_hold_no_host_paths(task: TaskSpec) -> None:
+    host_markers = [str(ROOT), "/root/", ".venv/"]
+    for t in load_traces(task):
+        assert t.provenance.source == "docker" and t.provenance.image, t.state
+        blob = t.model_dump_json()
+        for marker in host_markers:
+            assert marker not in blob, (t.state, marker)
+
+
 def test_mock_verdict_of_every_labelled_patch_equals_its_label(task: TaskSpec) -> None:
     for p in task.patches:
         ws = Workspace(task.repo_files())

@@ -1,0 +1,66 @@
+"""Task loading (errors name the file), the action models, and the CLI end to end (mock)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sandbox_env.environment import InvalidAction, parse_action
+from sandbox_env.models import EditFile, ReadFile
+from sandbox_env.tasks import TaskError, TaskRegistry, UnknownTask
+
+from .conftest import FIXTURE_TASKS
+
+
+def test_unknown_task_lists_available(toy_tasks: TaskRegistry) -> None:
+    with pytest.raises(UnknownTask) as err:
+        toy_tasks.get("nope")
+    assert "toy_mean" in str(err.value)
+
+
+def test_malformed_task_names_file_and_field(tmp_path: Path) -> None:
+    shutil.copytree(FIXTURE_TASKS / "toy_mean", tmp_path / "broken")
+    toml = tmp_path / "broken" / "task.toml"
+    toml.write_text(toml.read_text().replace('difficulty = "easy"', 'difficulty = "trivial"'))
+    with pytest.raises(TaskError, match=r"(?s)task\.toml.*difficulty"):
+        TaskRegistry(tmp_path)
+    toml.write_text("title = [unclosed")
+    with pytest.raises(TaskError, match="task.toml"):
+        TaskRegistry(tmp_path)
+
+
+def test_action_models_are_strict() -> None:
+    assert isinstance(parse_action({"action_type": "read_file", "filename": "a.py"}), ReadFile)
+    e = parse_action({"action_type": "edit_file", "filename": "a", "old_str": "x", "new_str": "y",
+                      "metadata": {"k": 1}})
+    assert isinstance(e, EditFile)
+    with pytest.raises(InvalidAction, match="file_name"):
+        parse_action({"action_type": "read_file", "filename": "a", "file_name": "b"})
+    with pytest.raises(InvalidAction, match="command"):
+        parse_action({"action_type": "execute_bash", "command": ""})
+    with pytest.raises(InvalidAction):
+        parse_action(["read_file"])
+
+
+def cli(*args: str, root: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "sandbox_env.cli", "--task-root", str(root), *args],
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_cli_tasks_run_play(toy_root: Path) -> None:
+    out = cli("tasks", "--json", root=toy_root)
+    assert out.returncode == 0 and json.loads(out.stdout)[0]["id"] == "toy_mean"
+    assert "toy_mean" in cli("tasks", root=toy_root).stdout
+    out = cli("run", "toy_mean", "--mode", "mock", root=toy_root)
+    assert "sanity check failed" in out.stdout and "[mock] exit=1 outcome=failed" in out.stdout
+    out = cli("run", "toy_mean", "--mode", "local", "--patch", "solution", "--verify", root=toy_root)
+    assert "mean=4.000" in out.stdout and '"passed": true' in out.stdout
+    out = cli("play", "toy_mean", "--oracle", root=toy_root)
+    assert out.returncode == 0 and "verified=True" in out.stdout
+    out = cli("run", "missing", root=toy_root)
+    assert out.returncode == 2 and "available: toy_mean" in out.stderr

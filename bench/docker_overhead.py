@@ -78,9 +78,11 @@ def main() -> None:
     print(f"\ncommand: {a.command}")
     for k, v in med.items():
         print(f"  {k:15s} median {v:.3f}s")
-    print(f"  environment / bare container = {med['environment'] / med['bare container']:.3f}x (target <= 1.15)")
+    ratio = med["environment"] / med["bare container"]
+    print(f"  environment / bare container = {ratio:.3f}x (target <= 1.15)")
     print(f"  bare container / host python = {med['bare container'] / med['host python']:.3f}x")
-    print(f"  reset p50 {statistics.median(resets) * 1000:.1f} ms, max {max(resets) * 1000:.1f} ms (target p50 < 20 ms)")
+    p50, worst = statistics.median(resets) * 1000, max(resets) * 1000
+    print(f"  reset p50 {p50:.1f} ms, max {worst:.1f} ms (target p50 < 20 ms)")
 
 
 if __name__ == "__main__":

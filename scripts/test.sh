@@ -4,5 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh dev,torch
-.venv/bin/ruff check sandbox_env tests tools
+.venv/bin/ruff check sandbox_env tests tools bench
 exec .venv/bin/python -m pytest "$@"

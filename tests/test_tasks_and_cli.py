@@ -30,7 +30,7 @@ def test_malformed_task_names_file_and_field(tmp_path: Path) -> None:
     with pytest.raises(TaskError, match=r"(?s)task\.toml.*difficulty"):
         TaskRegistry(tmp_path)
     toml.write_text("title = [unclosed")
-    with pytest.raises(TaskError, match="task.toml"):
+    with pytest.raises(TaskError, match=r"task\.toml"):
         TaskRegistry(tmp_path)
 
 

@@ -64,3 +64,15 @@ def test_cli_tasks_run_play(toy_root: Path) -> None:
     assert out.returncode == 0 and "verified=True" in out.stdout
     out = cli("run", "missing", root=toy_root)
     assert out.returncode == 2 and "available: toy_mean" in out.stderr
+
+
+def test_docker_mode_without_engine_fails_fast_with_reason(toy_root: Path) -> None:
+    import os
+    import time
+
+    t = time.monotonic()
+    out = subprocess.run([sys.executable, "-m", "sandbox_env.cli", "--task-root", str(toy_root), "serve",
+                          "--mode", "docker", "--port", "1"], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "DOCKER_HOST": "unix:///nonexistent/docker.sock"}, check=False)
+    assert out.returncode == 2 and "docker mode requested but" in out.stderr
+    assert time.monotonic() - t < 30

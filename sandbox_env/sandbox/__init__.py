@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import logging
+
 from .base import Sandbox, SandboxUnavailable
 from .mock import MockSandbox
 
 MODES = ("mock", "docker", "local", "auto")
+log = logging.getLogger(__name__)
 
 
 def docker_available() -> tuple[bool, str]:
@@ -39,8 +42,12 @@ def make_sandbox(mode: str, owner: str | None = None) -> Sandbox:
             except ImportError as exc:
                 why = f"docker mode is not available in this build: {exc}"
             else:
-                return DockerSandbox(owner=owner)
+                try:
+                    return DockerSandbox(owner=owner)
+                except SandboxUnavailable as exc:  # e.g. the image is not built
+                    why = str(exc)
         if mode == "auto":
+            log.warning("auto mode: using mock (%s)", why)
             return MockSandbox()
         raise SandboxUnavailable(f"docker mode requested but {why}")
     raise ValueError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")

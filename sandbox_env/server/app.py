@@ -194,9 +194,18 @@ def create_app(tasks: TaskRegistry, sandbox: Sandbox, config: ServerConfig | Non
             raise ApiError(404, f"unknown episode_id {body.episode_id!r}")
         return {"closed": body.episode_id}
 
+    docker_probe: dict[str, Any] = {"at": -1e9, "value": (False, "")}
+
+    async def docker_status() -> tuple[bool, str]:
+        """Engine reachability, probed at most every 10 s (health is polled often)."""
+        if time.monotonic() - docker_probe["at"] > 10:
+            docker_probe["value"] = await run_in_threadpool(docker_available)
+            docker_probe["at"] = time.monotonic()
+        return docker_probe["value"]
+
     @app.get("/health")
     async def health() -> dict[str, Any]:
-        ok, why = await run_in_threadpool(docker_available)
+        ok, why = await docker_status()
         return {"status": "ok", "mode": sandbox.mode, "docker_available": ok,
                 "docker_detail": why, "task_count": len(tasks),
                 "active_sessions": len(sessions), "max_sessions": cfg.max_sessions,

@@ -100,7 +100,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     from .traces import Provenance, record_task
 
     tasks = _registry(args)
-    sandbox = make_sandbox(args.mode)
+    sandbox = make_sandbox(args.mode, owner="record")
     if sandbox.mode == "mock":
         print("record needs a real sandbox (--mode local or docker)", file=sys.stderr)
         return 2
@@ -138,6 +138,35 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from .doctor import run_doctor
 
     return run_doctor(print)
+
+
+def cmd_certify(args: argparse.Namespace) -> int:
+    from .certify import certify_task, write
+
+    tasks = _registry(args)
+    sandbox = make_sandbox(args.mode, owner="certify")
+    if sandbox.mode == "mock":
+        print("certify needs a real sandbox (--mode docker or local)", file=sys.stderr)
+        return 2
+    try:
+        results = [certify_task(tasks.get(t), sandbox, args.runs) for t in (args.tasks or tasks.ids())]
+    finally:
+        sandbox.close()
+    prov = {"source": sandbox.mode, **getattr(sandbox, "provenance", dict)()}
+    write(results, prov, Path(args.out))
+    print(Path(args.out).read_text())
+    return 0 if all(r.certified for r in results) else 1
+
+
+def cmd_fidelity(args: argparse.Namespace) -> int:
+    from .fidelity import write_report
+
+    tasks = _registry(args)
+    selected = [tasks.get(t) for t in args.tasks] if args.tasks else list(tasks)
+    out = Path(args.out)
+    rate = write_report(selected, out)
+    print(out.read_text())
+    return 0 if rate >= args.target else 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -192,6 +221,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("doctor", help="check the Docker engine, images, limits and a smoke run")
     s.set_defaults(fn=cmd_doctor)
+
+    s = sub.add_parser("certify", help="run each unfixed repo and its reference fix K times")
+    s.add_argument("tasks", nargs="*")
+    s.add_argument("--runs", type=int, default=5)
+    s.add_argument("--mode", choices=("docker", "local"), default="docker")
+    s.add_argument("--out", default="docs/certification.md")
+    s.set_defaults(fn=cmd_certify)
+
+    s = sub.add_parser("fidelity", help="mock vs docker verdicts over every labelled state, "
+                                        "leave-one-out")
+    s.add_argument("tasks", nargs="*")
+    s.add_argument("--out", default="docs/fidelity.md")
+    s.add_argument("--target", type=float, default=0.98)
+    s.set_defaults(fn=cmd_fidelity)
 
     s = sub.add_parser("record", help="record real traces of every labelled state for mock mode")
     s.add_argument("tasks", nargs="*")

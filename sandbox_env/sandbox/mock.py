@@ -17,6 +17,7 @@ from ..traces import Trace, load_traces
 from ..workspace import Workspace, syntax_error
 
 _PREFERRED = ("original", "solution")
+PASSING_BEHAVIOUR = "fixed"  # the one behaviour label whose states pass verification
 
 
 def normalise_command(command: str) -> str:
@@ -48,25 +49,31 @@ class MockSandbox:
 
     # -- lookup ---------------------------------------------------------------------------
     def _match(self, workspace: Workspace, task: TaskSpec) -> tuple[Trace | None, str]:
-        """The trace to replay and how it was chosen."""
+        """The trace to replay and how it was chosen (None: see the reason)."""
+        trace, how, _ = self._lookup(workspace, task)
+        return trace, how
+
+    def _lookup(self, workspace: Workspace, task: TaskSpec) -> tuple[Trace | None, str, str | None]:
+        """(trace, how it was chosen, inferred behaviour or None)."""
         traces = self.traces(task)
         if not traces:
             return None, f"no recorded runs exist for task {task.id} (run `sandbox-env record`)"
         h = workspace.content_hash()
         for t in traces:
             if t.workspace_hash == h:
-                return t, f"replaying the recorded run of this exact workspace state ({t.state})"
+                return t, f"replaying the recorded run of this exact workspace state ({t.state})", None
         try:
             behaviour = task.classifier(dict(workspace.files))
         except Exception as exc:  # a classifier bug must not look like the agent's failure
-            return None, f"the mock classifier failed: {exc!r}"
+            return None, f"the mock classifier failed: {exc!r}", None
         same = [t for t in traces if t.behaviour == behaviour]
         if not same:
-            return None, f"no recorded run shows behaviour {behaviour!r} for task {task.id}"
+            return None, (f"state never recorded; the classifier infers behaviour {behaviour!r}, "
+                          "of which no run was recorded"), behaviour
         same.sort(key=lambda t: (t.state not in _PREFERRED, t.state))
         t = same[0]
         return t, (f"state never recorded; the classifier infers behaviour {behaviour!r} and "
-                   f"replays the recorded run of {t.state}")
+                   f"replays the recorded run of {t.state}"), behaviour
 
     @staticmethod
     def _footer(t: Trace | None, how: str) -> str:
@@ -119,7 +126,13 @@ class MockSandbox:
             if err:
                 return Verdict(passed=False, outcome=Outcome.failed, source="mock:syntax",
                                reasons=[f"the code does not compile: {err}"])
-        trace, how = self._match(workspace, task)
+        trace, how, behaviour = self._lookup(workspace, task)
+        if trace is None and behaviour is not None:
+            passed = behaviour == PASSING_BEHAVIOUR
+            return Verdict(passed=passed, outcome=Outcome.passed if passed else Outcome.failed,
+                           source="mock:inferred",
+                           reasons=["the verdict is inferred from the behaviour alone; nothing "
+                                    "was measured", self._footer(None, how)])
         if trace is None:
             return Verdict(passed=False, outcome=Outcome.infra_error, source="mock",
                            reasons=[self._footer(None, how)])

@@ -103,7 +103,11 @@ class TaskSpec(BaseModel):
         return (self.root / "patches" / patch.file).read_text()
 
     def repo_files(self) -> dict[str, str]:
-        """The original workspace: relative POSIX path -> text."""
+        """The original workspace: relative POSIX path -> text (a fresh copy each call)."""
+        return dict(self._repo_files)
+
+    @cached_property
+    def _repo_files(self) -> dict[str, str]:
         files: dict[str, str] = {}
         for p in sorted(self.repo_dir.rglob("*")):
             rel = p.relative_to(self.repo_dir)

@@ -159,6 +159,7 @@ class Workspace:
     def __init__(self, files: dict[str, str]) -> None:
         self.original = dict(files)
         self.files = dict(files)
+        self._hash_memo: tuple[int, str] | None = None
 
     def paths(self) -> list[str]:
         return sorted(self.files)
@@ -208,7 +209,12 @@ class Workspace:
         return sorted(k for k in keys if self.original.get(k) != self.files.get(k))
 
     def content_hash(self) -> str:
-        return content_hash(self.files)
+        """content_hash(self.files), memoised: str objects cache their own hash, so the
+        fingerprint costs O(files) while the AST-normalised hash is computed once per state."""
+        key = hash(frozenset((p, hash(t)) for p, t in self.files.items()))
+        if self._hash_memo is None or self._hash_memo[0] != key:
+            self._hash_memo = (key, content_hash(self.files))
+        return self._hash_memo[1]
 
     def apply_patch(self, patch: str) -> None:
         self.files = apply_patch(self.files, patch)

@@ -79,3 +79,25 @@ def toy_server(toy_root: Path) -> Iterator[str]:
     yield url
     proc.terminate()
     proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_sandbox_containers_left() -> Iterator[None]:
+    """After the whole session, no container or volume of sandbox-env may remain."""
+    yield
+    try:
+        import docker
+
+        client = docker.from_env(timeout=5)
+        client.ping()
+    except Exception:
+        return
+    deadline = time.monotonic() + 15  # removals triggered by server shutdowns may still run
+    while True:
+        left = client.containers.list(all=True, filters={"label": "sandbox-env.owner"})
+        vols = client.volumes.list(filters={"label": "sandbox-env.owner"})
+        if not left and not vols or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert not left, f"sandbox containers left behind: {[c.name for c in left]}"
+    assert not vols, f"sandbox volumes left behind: {[v.name for v in vols]}"

@@ -54,3 +54,11 @@ def test_task_reproduces_and_verdicts_match_labels(task_id: str, real_tasks: Tas
         v = sbx.verify(ws, task)
         assert v.outcome != Outcome.infra_error, v.reasons
         assert v.passed == patch.should_pass, (patch.file, v.reasons)
+
+
+def test_certify_one_run(real_tasks: TaskRegistry, sbx: DockerSandbox) -> None:
+    from sandbox_env.certify import certify_task, markdown
+
+    result = certify_task(real_tasks.get("compile_graph_break"), sbx, runs=1, log=lambda _: None)
+    assert result.certified, result.notes
+    assert "| compile_graph_break | 1/1 | 1/1 |" in markdown([result], {"source": "docker"})

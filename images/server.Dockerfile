@@ -4,14 +4,19 @@
 #          --build-arg PIP_INSTALL_ARGS="--no-index --find-links /wheels"
 # Build context: the repository root (see docker-compose.yml).
 ARG BASE_IMAGE=python:3.11-slim
-FROM ${BASE_IMAGE}
+FROM ${BASE_IMAGE} AS build
 ARG PIP_INSTALL_ARGS=""
 COPY images/wheels/ /wheels/
 COPY pyproject.toml README.md /app/
+# Dependencies first (cached while only the code changes), then the package itself.
+RUN mkdir -p /app/sandbox_env && touch /app/sandbox_env/__init__.py \
+ && python3 -m venv /opt/venv \
+ && /opt/venv/bin/pip install --no-cache-dir ${PIP_INSTALL_ARGS} "/app[docker]"
 COPY sandbox_env /app/sandbox_env
-RUN python3 -m venv /opt/venv \
- && /opt/venv/bin/pip install --no-cache-dir ${PIP_INSTALL_ARGS} "/app[docker]" \
- && rm -rf /wheels
+RUN /opt/venv/bin/pip install --no-cache-dir --no-deps ${PIP_INSTALL_ARGS} /app
+
+FROM ${BASE_IMAGE}
+COPY --from=build /opt/venv /opt/venv
 COPY task_repos /app/task_repos
 ENV PATH=/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     LANG=C.UTF-8 PYTHONUNBUFFERED=1 SANDBOX_ENV_TASK_ROOT=/app/task_repos

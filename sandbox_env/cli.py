@@ -109,10 +109,29 @@ def cmd_record(args: argparse.Namespace) -> int:
         import torch  # local mode: host torch is what ran
 
         prov.torch = torch.__version__
-    for tid in args.tasks or tasks.ids():
-        record_task(tasks.get(tid), sandbox, prov)
-    sandbox.close()
-    return 0
+    differing = 0
+    try:
+        for tid in args.tasks or tasks.ids():
+            task = tasks.get(tid)
+            if not args.compare:
+                record_task(task, sandbox, prov)
+                continue
+            import tempfile
+
+            from .traces import load_traces, trace_differences
+
+            committed = {t.state: t for t in load_traces(task)}
+            with tempfile.TemporaryDirectory() as tmp:
+                for new in record_task(task, sandbox, prov, out_dir=Path(tmp)):
+                    old = committed.get(new.state)
+                    diffs = ["not recorded before"] if old is None else trace_differences(old, new)
+                    differing += bool(diffs)
+                    print(f"  {tid} {new.state}: {'; '.join(diffs) if diffs else 'identical'}")
+    finally:
+        sandbox.close()
+    if args.compare:
+        print(f"{differing} state(s) differ beyond timings, pids, ports and temp names")
+    return 1 if differing else 0
 
 
 def cmd_images(args: argparse.Namespace) -> int:
@@ -239,6 +258,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("record", help="record real traces of every labelled state for mock mode")
     s.add_argument("tasks", nargs="*")
     s.add_argument("--mode", choices=("local", "docker"), default="docker")
+    s.add_argument("--compare", action="store_true",
+                   help="record into a scratch dir and compare with the committed traces")
     s.set_defaults(fn=cmd_record)
     return p
 

@@ -10,6 +10,7 @@ import json
 import platform
 import re
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -18,7 +19,14 @@ from .models import RunResult, Verdict
 from .tasks import TaskSpec
 from .workspace import Workspace, content_hash
 
-_PID = re.compile(r"\bpid[= ]\d+|\bProcess \d+\b")
+_VOLATILE = [  # what legitimately differs between two recordings of the same state
+    (re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d([.,]\d+)?"), "<time>"),
+    (re.compile(r"\b\d+(\.\d+)?\s?(s|ms|sec|seconds)\b"), "<dur>"),
+    (re.compile(r"\b(pid|PID)[= :]*\d+|\bprocess \d+\b|\bProcess \d+\b"), "<pid>"),
+    (re.compile(r"127\.0\.0\.1:\d+|port[= ]\d{4,5}\b"), "<addr>"),
+    (re.compile(r"/tmp/[A-Za-z0-9_.-]+"), "/tmp/<tmp>"),
+    (re.compile(r"\b0x[0-9a-f]{6,}\b"), "<addr>"),
+]
 
 
 class Provenance(BaseModel):
@@ -69,11 +77,13 @@ def load_traces(task: TaskSpec) -> list[Trace]:
     return [Trace.model_validate_json(p.read_text()) for p in sorted(task.traces_dir.glob("*.json"))]
 
 
-def record_task(task: TaskSpec, sandbox: Any, provenance: Provenance,
-                commands: list[str] | None = None, log: Any = print) -> list[Trace]:
+def record_task(task: TaskSpec, sandbox: Any, provenance: Provenance, *,
+                commands: list[str] | None = None, log: Any = print,
+                out_dir: Path | None = None) -> list[Trace]:
     """Run every labelled state of ``task`` in a real sandbox and write its trace files."""
     commands = commands or [task.run_command]
-    task.traces_dir.mkdir(exist_ok=True)
+    out_dir = out_dir or task.traces_dir
+    out_dir.mkdir(parents=True, exist_ok=True)
     traces = []
     for state, behaviour, files in task_states(task):
         runs = []
@@ -86,7 +96,7 @@ def record_task(task: TaskSpec, sandbox: Any, provenance: Provenance,
         trace = Trace(task=task.id, state=state, behaviour=behaviour,
                       workspace_hash=content_hash(files), provenance=provenance,
                       runs=runs, verdict=verdict)
-        (task.traces_dir / trace.file_name).write_text(
+        (out_dir / trace.file_name).write_text(
             json.dumps(trace.model_dump(mode="json"), indent=1, sort_keys=True) + "\n")
         log(f"{task.id:28s} {state:40s} run={runs[0].outcome.value:10s} "
             f"verdict={verdict.outcome.value:11s} ({verdict.duration_s:.1f}s)")
@@ -95,5 +105,26 @@ def record_task(task: TaskSpec, sandbox: Any, provenance: Provenance,
 
 
 def scrub(text: str) -> str:
-    """Mask process ids so re-recordings compare equal apart from timings."""
-    return _PID.sub("pid=<pid>", text)
+    """Mask timings, timestamps, process ids, ports and temp names."""
+    for pattern, repl in _VOLATILE:
+        text = pattern.sub(repl, text)
+    return text
+
+
+def trace_differences(old: Trace, new: Trace) -> list[str]:
+    """What differs between two recordings of one state, beyond volatile details."""
+    diffs = []
+    if old.workspace_hash != new.workspace_hash:
+        diffs.append("workspace hash")
+    for a, b in zip(old.runs, new.runs, strict=False):
+        if (a.exit_code, a.outcome) != (b.exit_code, b.outcome):
+            diffs.append(f"run {a.command!r}: {a.exit_code}/{a.outcome.value} "
+                         f"vs {b.exit_code}/{b.outcome.value}")
+        elif scrub(a.output) != scrub(b.output):
+            diffs.append(f"run {a.command!r}: output differs")
+    va, vb = old.verdict, new.verdict
+    if (va.passed, va.outcome) != (vb.passed, vb.outcome):
+        diffs.append(f"verdict {va.outcome.value} vs {vb.outcome.value}")
+    elif scrub("\n".join(va.reasons)) != scrub("\n".join(vb.reasons)):
+        diffs.append("verdict reasons differ")
+    return diffs

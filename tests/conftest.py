@@ -96,7 +96,7 @@ def no_sandbox_containers_left() -> Iterator[None]:
     while True:
         left = client.containers.list(all=True, filters={"label": "sandbox-env.owner"})
         vols = client.volumes.list(filters={"label": "sandbox-env.owner"})
-        if not left and not vols or time.monotonic() > deadline:
+        if (not left and not vols) or time.monotonic() > deadline:
             break
         time.sleep(0.5)
     assert not left, f"sandbox containers left behind: {[c.name for c in left]}"

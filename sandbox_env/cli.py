@@ -7,10 +7,11 @@ import json
 import logging
 import sys
 from pathlib import Path
+from typing import Any
 
 from . import __version__
 from .environment import TriageEnvironment
-from .sandbox import MODES, SandboxUnavailable, make_sandbox
+from .sandbox import MODES, Sandbox, SandboxUnavailable, make_sandbox
 from .tasks import TaskError, TaskRegistry, UnknownTask
 from .workspace import Workspace
 
@@ -96,19 +97,23 @@ def cmd_play(args: argparse.Namespace) -> int:
     return 0 if worst >= 0.9 else 1
 
 
+def _real_sandbox(args: argparse.Namespace, owner: str) -> tuple[Sandbox, dict[str, Any]]:
+    """A docker or local sandbox and where its runs happen (image, torch version)."""
+    sandbox = make_sandbox(args.mode, owner=owner)
+    prov: dict[str, Any] = {"source": sandbox.mode, **getattr(sandbox, "provenance", dict)()}
+    if prov.get("torch") is None:
+        import torch  # local mode: host torch is what runs
+
+        prov["torch"] = torch.__version__
+    return sandbox, prov
+
+
 def cmd_record(args: argparse.Namespace) -> int:
     from .traces import Provenance, record_task
 
     tasks = _registry(args)
-    sandbox = make_sandbox(args.mode, owner="record")
-    if sandbox.mode == "mock":
-        print("record needs a real sandbox (--mode local or docker)", file=sys.stderr)
-        return 2
-    prov = Provenance(source=sandbox.mode, **getattr(sandbox, "provenance", lambda: {})())
-    if prov.torch is None:
-        import torch  # local mode: host torch is what ran
-
-        prov.torch = torch.__version__
+    sandbox, where = _real_sandbox(args, "record")
+    prov = Provenance(**where)
     differing = 0
     try:
         for tid in args.tasks or tasks.ids():
@@ -163,15 +168,11 @@ def cmd_certify(args: argparse.Namespace) -> int:
     from .certify import certify_task, write
 
     tasks = _registry(args)
-    sandbox = make_sandbox(args.mode, owner="certify")
-    if sandbox.mode == "mock":
-        print("certify needs a real sandbox (--mode docker or local)", file=sys.stderr)
-        return 2
+    sandbox, prov = _real_sandbox(args, "certify")
     try:
         results = [certify_task(tasks.get(t), sandbox, args.runs) for t in (args.tasks or tasks.ids())]
     finally:
         sandbox.close()
-    prov = {"source": sandbox.mode, **getattr(sandbox, "provenance", dict)()}
     write(results, prov, Path(args.out))
     print(Path(args.out).read_text())
     return 0 if all(r.certified for r in results) else 1

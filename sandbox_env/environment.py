@@ -22,7 +22,7 @@ from .models import (
     ViewGitDiff,
 )
 from .rubrics import ConceptJudge, ExplanationJudge, StepShaper, clamp_score, terminal_score
-from .sandbox.base import Sandbox
+from .sandbox.base import Sandbox, normalise_command
 from .tasks import TaskRegistry, TaskSpec
 from .workspace import Workspace, WorkspaceError, syntax_error
 
@@ -242,8 +242,6 @@ class TriageEnvironment:
 
     # ------------------------------------------------------------------ helpers
     def _is_run_command(self, command: str) -> bool:
-        from .sandbox.mock import normalise_command
-
         return normalise_command(command) == normalise_command(self.task.run_command)  # type: ignore[union-attr]
 
     def _hint(self) -> str | None:

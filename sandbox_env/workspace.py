@@ -226,38 +226,44 @@ class Workspace:
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_text(text)
 
-    def absorb(self, root: Path) -> tuple[dict[str, str], list[str]]:
-        """Take back text files a run created or changed under ``root``.
+    def sync(self, after: dict[str, str], kept: frozenset[str] | set[str] = frozenset()) -> dict[str, str]:
+        """Make the workspace equal ``after`` (the files a run left), returning what changed.
 
-        Returns (changed files, notes). Symlinks, binaries and oversized files are skipped
-        with a note; files that disappeared are removed.
+        Paths in ``kept`` still exist but could not be taken back (binary, link, too big):
+        they keep their old content instead of being removed.
         """
-        changed: dict[str, str] = {}
+        changed = {p: t for p, t in after.items() if self.files.get(p) != t}
+        for gone in [p for p in self.files if p not in after and p not in kept]:
+            del self.files[gone]
+        self.files.update(changed)
+        return changed
+
+    def absorb(self, root: Path) -> tuple[dict[str, str], list[str]]:
+        """Take back the text files a run left under ``root``: (changed files, notes).
+
+        Symlinks, binaries and oversized files are skipped with a note; files that
+        disappeared are removed.
+        """
+        after: dict[str, str] = {}
+        skipped: set[str] = set()
         notes: list[str] = []
-        seen: set[str] = set()
         for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
             dirnames[:] = [d for d in dirnames if d not in _IGNORED_PARTS]
             for name in filenames:
                 full = Path(dirpath) / name
                 rel = full.relative_to(root).as_posix()
+                skipped.add(rel)
                 if full.is_symlink():
                     notes.append(f"skipped symlink {rel}")
-                    continue
-                if full.stat().st_size > MAX_FILE_BYTES:
+                elif full.stat().st_size > MAX_FILE_BYTES:
                     notes.append(f"skipped {rel} (larger than {MAX_FILE_BYTES} bytes)")
-                    continue
-                try:
-                    text = full.read_text()
-                except UnicodeDecodeError:
-                    notes.append(f"skipped binary file {rel}")
-                    continue
-                seen.add(rel)
-                if self.files.get(rel) != text:
-                    changed[rel] = text
-        for rel in [p for p in self.files if p not in seen and not os.path.lexists(root / p)]:
-            del self.files[rel]
-        self.files.update(changed)
-        return changed, notes
+                else:
+                    try:
+                        after[rel] = full.read_text()
+                        skipped.discard(rel)
+                    except UnicodeDecodeError:
+                        notes.append(f"skipped binary file {rel}")
+        return self.sync(after, skipped), notes
 
 
 def _nearest(text: str, old: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from typing import Protocol, runtime_checkable
 
@@ -33,6 +34,16 @@ class Sandbox(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+def normalise_command(command: str) -> str:
+    """`cd . && python3  train.py` -> `python train.py`; used to match recorded commands."""
+    cmd = " ".join(command.strip().split())
+    cmd = re.sub(r"^(cd\s+(\.|/workspace|~/workspace)\s*(&&|;)\s*)+", "", cmd)
+    cmd = re.sub(r"^(timeout\s+\d+[smh]?\s+)", "", cmd)
+    cmd = re.sub(r"\bpython3(\.\d+)?\b", "python", cmd)
+    cmd = re.sub(r"^python -u\b", "python", cmd)
+    return cmd.removesuffix(" 2>&1")
 
 
 def classify_run(exit_code: int | None, timed_out: bool, oom_killed: bool, output: str) -> Outcome:

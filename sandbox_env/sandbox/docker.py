@@ -77,9 +77,10 @@ def _tar(files: dict[str, bytes], uid: int, mode: int = 0o644) -> bytes:
     return buf.getvalue()
 
 
-def _untar_text(raw: bytes) -> tuple[dict[str, str], list[str]]:
-    """Text files of a tar stream (paths relative to the archived dir), and skip notes."""
+def _untar_text(raw: bytes) -> tuple[dict[str, str], set[str], list[str]]:
+    """Text files of a tar stream (paths relative to the archived dir), skipped paths, notes."""
     files: dict[str, str] = {}
+    skipped: set[str] = set()
     notes: list[str] = []
     with tarfile.open(fileobj=io.BytesIO(raw)) as tf:
         for m in tf.getmembers():
@@ -87,11 +88,13 @@ def _untar_text(raw: bytes) -> tuple[dict[str, str], list[str]]:
             if not name or "__pycache__" in name.split("/") or m.isdir():
                 continue
             if m.issym() or m.islnk():
+                skipped.add(name)
                 notes.append(f"skipped link {name}")
                 continue
             if not m.isfile():
                 continue
             if m.size > MAX_FILE_BYTES:
+                skipped.add(name)
                 notes.append(f"skipped {name} (larger than {MAX_FILE_BYTES} bytes)")
                 continue
             f = tf.extractfile(m)
@@ -99,8 +102,9 @@ def _untar_text(raw: bytes) -> tuple[dict[str, str], list[str]]:
             try:
                 files[name] = data.decode()
             except UnicodeDecodeError:
+                skipped.add(name)
                 notes.append(f"skipped binary file {name}")
-    return files, notes
+    return files, skipped, notes
 
 
 class DockerSandbox:
@@ -301,11 +305,8 @@ class DockerSandbox:
             notes: list[str] = []
             try:
                 bits, _ = box.container.get_archive(WORKSPACE_DIR + "/.")
-                after, notes = _untar_text(b"".join(bits))
-                changed = {p: t for p, t in after.items() if workspace.files.get(p) != t}
-                for gone in [p for p in workspace.files if p not in after]:
-                    del workspace.files[gone]
-                workspace.files.update(changed)
+                after, skipped, notes = _untar_text(b"".join(bits))
+                changed = workspace.sync(after, skipped)
             except self._docker.errors.APIError as exc:
                 notes.append(f"could not copy files back ({exc.explanation or exc})")
             if notes:

@@ -7,7 +7,6 @@ whose recorded run is replayed. Every output says what it replays.
 
 from __future__ import annotations
 
-import re
 import shlex
 import threading
 
@@ -15,19 +14,10 @@ from ..models import Limits, Outcome, RunResult, Verdict
 from ..tasks import TaskSpec
 from ..traces import Trace, load_traces
 from ..workspace import Workspace, syntax_error
+from .base import normalise_command
 
 _PREFERRED = ("original", "solution")
 PASSING_BEHAVIOUR = "fixed"  # the one behaviour label whose states pass verification
-
-
-def normalise_command(command: str) -> str:
-    """`cd . && python3  train.py` -> `python train.py`; used to match recorded commands."""
-    cmd = " ".join(command.strip().split())
-    cmd = re.sub(r"^(cd\s+(\.|/workspace|~/workspace)\s*(&&|;)\s*)+", "", cmd)
-    cmd = re.sub(r"^(timeout\s+\d+[smh]?\s+)", "", cmd)
-    cmd = re.sub(r"\bpython3(\.\d+)?\b", "python", cmd)
-    cmd = re.sub(r"^python -u\b", "python", cmd)
-    return cmd.removesuffix(" 2>&1")
 
 
 class MockSandbox:

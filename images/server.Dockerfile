@@ -8,10 +8,11 @@ FROM ${BASE_IMAGE} AS build
 ARG PIP_INSTALL_ARGS=""
 COPY images/wheels/ /wheels/
 COPY pyproject.toml README.md /app/
-# Dependencies first (cached while only the code changes), then the package itself.
-RUN mkdir -p /app/sandbox_env && touch /app/sandbox_env/__init__.py \
+# Dependencies first, named in pyproject.toml (cached while only the code changes), then the package.
+RUN python3 -c "import tomllib; p = tomllib.load(open('/app/pyproject.toml', 'rb'))['project']; \
+print('\n'.join(p['dependencies'] + p['optional-dependencies']['docker']))" > /tmp/requirements.txt \
  && python3 -m venv /opt/venv \
- && /opt/venv/bin/pip install --no-cache-dir ${PIP_INSTALL_ARGS} "/app[docker]"
+ && /opt/venv/bin/pip install --no-cache-dir ${PIP_INSTALL_ARGS} -r /tmp/requirements.txt
 COPY sandbox_env /app/sandbox_env
 RUN /opt/venv/bin/pip install --no-cache-dir --no-deps ${PIP_INSTALL_ARGS} /app
 

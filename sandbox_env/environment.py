@@ -75,9 +75,10 @@ class TriageEnvironment:
     """An episode over one task: the workspace, the step budget, the rubric, the sandbox."""
 
     def __init__(self, tasks: TaskRegistry, sandbox: Sandbox,
-                 judge: ExplanationJudge | None = None) -> None:
+                 judge: ExplanationJudge | None = None, owns_sandbox: bool = True) -> None:
         self.tasks = tasks
         self.sandbox = sandbox
+        self.owns_sandbox = owns_sandbox  # False when a server shares one sandbox across sessions
         self.judge = judge or ConceptJudge()
         self.task: TaskSpec | None = None
         self.workspace: Workspace | None = None
@@ -147,7 +148,10 @@ class TriageEnvironment:
         return self._state
 
     def close(self) -> None:
-        self.sandbox.close()
+        """End the episode; the sandbox is closed only if this environment owns it."""
+        self._state = None
+        if self.owns_sandbox:
+            self.sandbox.close()
 
     # ------------------------------------------------------------------ actions
     def _read(self, a: ReadFile) -> dict[str, Any]:

@@ -122,3 +122,26 @@ def test_infra_errors_are_not_scored(toy_tasks: TaskRegistry) -> None:
     assert obs.step_number == 0 and obs.system_status == "infra_error" and obs.reward == 0
     obs = env.step({"action_type": "submit_fix", "explanation": "x"})
     assert not obs.done and obs.score is None and "not a result about your code" in obs.terminal_output
+
+
+class _CountingSandbox(MockSandbox):
+    closed = 0
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+def test_closing_a_session_never_closes_a_shared_sandbox(toy_tasks: TaskRegistry) -> None:
+    from sandbox_env.server.sessions import SessionManager
+
+    shared = _CountingSandbox()
+    sessions = SessionManager(lambda: TriageEnvironment(toy_tasks, shared, owns_sandbox=False), 4, 60)
+    a, b = sessions.open("a"), sessions.open("b")
+    a.env.reset(task="toy_mean")
+    b.env.reset(task="toy_mean")
+    assert sessions.close("a")
+    assert shared.closed == 0
+    assert b.env.step({"action_type": "view_git_diff"}).step_number == 1
+    own = _CountingSandbox()
+    TriageEnvironment(toy_tasks, own).close()
+    assert own.closed == 1

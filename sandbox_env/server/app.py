@@ -91,7 +91,7 @@ def create_app(tasks: TaskRegistry, sandbox: Sandbox, config: ServerConfig | Non
     """Build the app around one task registry and one sandbox shared by its sessions."""
     cfg = config or ServerConfig()
     judge = judge or default_judge()
-    sessions = SessionManager(lambda: TriageEnvironment(tasks, sandbox, judge),
+    sessions = SessionManager(lambda: TriageEnvironment(tasks, sandbox, judge, owns_sandbox=False),
                               cfg.max_sessions, cfg.idle_timeout_s)
     started = time.time()
 

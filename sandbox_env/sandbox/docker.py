@@ -16,7 +16,6 @@ import io
 import logging
 import os
 import queue
-import shlex
 import tarfile
 import threading
 import time
@@ -369,7 +368,3 @@ def reap(client: Any, owner: str | None = None) -> int:
         except Exception as exc:
             log.warning("reap: volume %s: %s", vol.name, exc)
     return n
-
-
-def shell_quote(argv: list[str]) -> str:
-    return " ".join(shlex.quote(a) for a in argv)

@@ -457,11 +457,8 @@ def _module_level_exit(tree: ast.Module, aliases: dict[str, str]) -> bool:
                 continue
             if isinstance(st, ast.If) and "__name__" in _names(st.test):
                 continue
-            for node in ast.walk(st):
-                if isinstance(node, ast.Call) and _dotted(node.func, aliases) in EXIT_CALLS:
-                    return True
-                if isinstance(node, ast.Raise) and node.exc is not None and "SystemExit" in ast.dump(node.exc):
-                    return True
+            if _func_exits(st, aliases):
+                return True
         return False
     return walk(tree.body)
 

@@ -76,6 +76,16 @@ def grad_on_expr(node: ast.AST) -> bool:
     return _call_name(target) == "enable_grad"
 
 
+def grad_state_inside(node: ast.With | ast.AsyncWith, grad_off: bool) -> bool:
+    """Whether grad is off inside a with-block, given whether it was off outside."""
+    for item in node.items:
+        if grad_off_expr(item.context_expr):
+            grad_off = True
+        elif grad_on_expr(item.context_expr):
+            grad_off = False
+    return grad_off
+
+
 class Workspace:
     """Everything collected from the parsed files."""
 
@@ -133,12 +143,7 @@ class Workspace:
 
         def visit(node: ast.AST, grad_off: bool, owner: str | None) -> None:
             if isinstance(node, (ast.With, ast.AsyncWith)):
-                inner = grad_off
-                for item in node.items:
-                    if grad_off_expr(item.context_expr):
-                        inner = True
-                    elif grad_on_expr(item.context_expr):
-                        inner = False
+                inner = grad_state_inside(node, grad_off)
                 for item in node.items:
                     visit(item.context_expr, grad_off, owner)
                 for stmt in node.body:
@@ -275,13 +280,7 @@ class FunctionAnalysis:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             return
         if isinstance(stmt, (ast.With, ast.AsyncWith)):
-            inner = grad_off
-            for item in stmt.items:
-                if grad_off_expr(item.context_expr):
-                    inner = True
-                elif grad_on_expr(item.context_expr):
-                    inner = False
-            self._block(stmt.body, inner, loop_depth, in_try)
+            self._block(stmt.body, grad_state_inside(stmt, grad_off), loop_depth, in_try)
             return
         if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
             body_calls = [n for s in stmt.body for n in ast.walk(s) if isinstance(n, ast.Call)]

@@ -63,7 +63,10 @@ class ChildResult:
 
 
 class _Capture:
-    def __init__(self, stream: Any) -> None:
+    """Drains a pipe in a thread, keeping the first and last ``cap / 2`` bytes."""
+
+    def __init__(self, stream: Any, cap: int) -> None:
+        self.half = cap // 2
         self.head = bytearray()
         self.tail = bytearray()
         self.dropped = 0
@@ -71,7 +74,7 @@ class _Capture:
         self.thread.start()
 
     def _pump(self, stream: Any) -> None:
-        half = _OUTPUT_CAP // 2
+        half = self.half
         while chunk := stream.read(65536):
             room = half - len(self.head)
             if room > 0:
@@ -84,7 +87,7 @@ class _Capture:
 
     def text(self) -> str:
         self.thread.join(timeout=5)
-        mid = f"\n[... {self.dropped} bytes truncated ...]\n" if self.dropped else ""
+        mid = f"\n\n[... output truncated: {self.dropped} bytes omitted ...]\n\n" if self.dropped else ""
         return (bytes(self.head).decode(errors="replace") + mid
                 + bytes(self.tail).decode(errors="replace"))
 
@@ -133,49 +136,12 @@ class Check:
         }
         child_env.update(env or {})
 
-        argv = with_data_limit(argv, data_limit_mb)
-        start = time.monotonic()
-        drop: dict[str, Any] = {}
+        uid = None
         if self.child_uid is not None:
-            drop = {"user": self.child_uid, "group": self.child_uid, "extra_groups": []}
+            uid = self.child_uid
             self._hand_scratch_to_child()
-        proc = subprocess.Popen(
-            argv,
-            cwd=str(cwd or self.workspace),
-            env=child_env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            **drop,
-        )
-        cap = _Capture(proc.stdout)
-        deadline = start + timeout_s
-        timed_out = False
-        status = 0
-        usage = None
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() > deadline:
-                timed_out = True
-                _kill_group(proc.pid)
-                _, status, usage = os.wait4(proc.pid, 0)
-                break
-            time.sleep(0.02)
-        _kill_group(proc.pid)  # stragglers left in the group (e.g. orphaned workers)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        sig = -proc.returncode if proc.returncode < 0 else None
-        return ChildResult(
-            argv=argv,
-            returncode=None if timed_out else proc.returncode,
-            signal=sig,
-            output=cap.text(),
-            peak_rss_mb=round(usage.ru_maxrss / 1024.0, 1) if usage else 0.0,
-            duration_s=round(time.monotonic() - start, 3),
-            timed_out=timed_out,
-        )
+        return run_child(argv, cwd=cwd or self.workspace, env=child_env, timeout_s=timeout_s,
+                         data_limit_mb=data_limit_mb, uid=uid)
 
     def _hand_scratch_to_child(self) -> None:
         """Let children write where the check prepared files for them (the check runs as root)."""
@@ -283,6 +249,59 @@ class Check:
         # Children may leave files root cannot delete (no CAP_DAC_OVERRIDE in the verifier);
         # its container is removed anyway.
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def run_child(argv: list[str], *, cwd: Path, env: dict[str, str], timeout_s: float,
+              data_limit_mb: int | None = None, stdin: bytes | None = None,
+              uid: int | None = None, output_cap: int = _OUTPUT_CAP) -> ChildResult:
+    """Run ``argv`` in a new session; on timeout its whole process group is killed.
+
+    Output (stdout + stderr) is drained while it runs and capped, head and tail kept; peak
+    RSS comes from ``wait4``. ``uid`` runs the child as that user (the caller is root).
+    """
+    argv = with_data_limit(argv, data_limit_mb)
+    drop: dict[str, Any] = {} if uid is None else {"user": uid, "group": uid, "extra_groups": []}
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        argv,
+        cwd=str(cwd),
+        env=env,
+        stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        **drop,
+    )
+    if stdin is not None and proc.stdin is not None:
+        try:
+            proc.stdin.write(stdin)
+            proc.stdin.close()
+        except BrokenPipeError:
+            pass
+    cap = _Capture(proc.stdout, output_cap)
+    deadline = start + timeout_s
+    timed_out = False
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.monotonic() > deadline:
+            timed_out = True
+            _kill_group(proc.pid)
+            _, status, usage = os.wait4(proc.pid, 0)
+            break
+        time.sleep(0.02)
+    _kill_group(proc.pid)  # stragglers left in the group (e.g. orphaned workers)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return ChildResult(
+        argv=argv,
+        returncode=None if timed_out else proc.returncode,
+        signal=-proc.returncode if proc.returncode < 0 else None,
+        output=cap.text(),
+        peak_rss_mb=round(usage.ru_maxrss / 1024.0, 1),
+        duration_s=round(time.monotonic() - start, 3),
+        timed_out=timed_out,
+    )
 
 
 def with_data_limit(argv: list[str], data_limit_mb: int | None) -> list[str]:

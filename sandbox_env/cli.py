@@ -31,7 +31,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     app = create_app(tasks, sandbox, cfg)
     print(f"sandbox-env {__version__}: {len(tasks)} tasks, mode={sandbox.mode}, "
           f"http://{args.host}:{args.port}", flush=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level,
+                ws_max_size=4 * cfg.max_body_bytes)  # larger frames: close 1009; larger messages: an error
     return 0
 
 

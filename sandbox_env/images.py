@@ -8,8 +8,10 @@ online users build from the official slim Python image and the PyTorch CPU index
 from __future__ import annotations
 
 import hashlib
+import re
 import subprocess
 import sys
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -74,7 +76,7 @@ def _exists(client: Any, tag: str) -> bool:
 def ensure_wheels(log: Callable[[str], None]) -> None:
     """Fill images/wheels with torch (CPU, pinned), numpy and the server's dependencies."""
     have = {p.name.split("-")[0].lower() for p in WHEELS.glob("*.whl")}
-    if {"torch", "numpy", "fastapi", "docker", "uvicorn"} <= have:
+    if {"torch", "numpy", *_server_requirements()} <= have:
         log("wheelhouse: present")
         return
     log("wheelhouse: pip download torch==2.13.0 numpy and the server dependencies")
@@ -84,6 +86,13 @@ def ensure_wheels(log: Callable[[str], None]) -> None:
                        check=True)
     for p in WHEELS.glob("sandbox_env-*"):
         p.unlink()  # the project itself is copied into the server image, not taken from here
+
+
+def _server_requirements() -> set[str]:
+    """Distribution names (wheel-normalised) the server image installs, read from pyproject."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    specs = project["dependencies"] + project["optional-dependencies"]["docker"]
+    return {re.split(r"[^A-Za-z0-9_.-]", s, maxsplit=1)[0].replace("-", "_").lower() for s in specs}
 
 
 def ensure_base(client: Any, online: bool, log: Callable[[str], None]) -> str:

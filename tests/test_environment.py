@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from sandbox_env.environment import EpisodeDone, InvalidAction, NotReset, TriageEnvironment
@@ -139,8 +141,8 @@ def test_closing_a_session_never_closes_a_shared_sandbox(toy_tasks: TaskRegistry
     a, b = sessions.open("a"), sessions.open("b")
     a.env.reset(task="toy_mean")
     b.env.reset(task="toy_mean")
-    assert sessions.close("a")
-    assert shared.closed == 0
+    assert asyncio.run(sessions.close("a"))
+    assert len(sessions) == 1 and a.env._state is None and shared.closed == 0
     assert b.env.step({"action_type": "view_git_diff"}).step_number == 1
     own = _CountingSandbox()
     TriageEnvironment(toy_tasks, own).close()

@@ -14,7 +14,7 @@ from sandbox_env.tasks import TaskRegistry
 
 def test_health_tasks_schema(toy_server: str) -> None:
     h = httpx.get(toy_server + "/health").json()
-    assert h["status"] == "ok" and h["mode"] == "mock" and h["task_count"] == 1
+    assert h["status"] == "healthy" and h["mode"] == "mock" and h["task_count"] == 1
     assert "docker_available" in h
     assert [t["id"] for t in httpx.get(toy_server + "/tasks").json()] == ["toy_mean"]
     schema = httpx.get(toy_server + "/schema").json()

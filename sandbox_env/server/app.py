@@ -1,27 +1,31 @@
-"""FastAPI app: HTTP episodes (reset / step / state / close), health, schema and tasks."""
+"""FastAPI app: HTTP episodes (reset / step / state / close), /ws, /mcp, health, metadata, schema."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from typing import Any
 
-from fastapi import FastAPI, Header, Query, Request
+from fastapi import FastAPI, Header, Query, Request, WebSocket
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import __version__
-from ..environment import EpisodeDone, InvalidAction, TriageEnvironment, parse_action
+from ..environment import TriageEnvironment
 from ..models import ACTION_ADAPTER, Observation, State, StepResult
 from ..rubrics import ExplanationJudge, default_judge
 from ..sandbox import Sandbox, docker_available
-from ..tasks import TaskRegistry, UnknownTask
-from .sessions import SessionError, SessionManager
+from ..tasks import TaskRegistry
+from .mcp import TOOLS, McpHandler
+from .service import EpisodeService, ResetParams, parse_reset
+from .sessions import EpisodeError, SessionManager
+from .ws import WebSocketEpisode
 
 log = logging.getLogger(__name__)
 
@@ -33,21 +37,9 @@ class ServerConfig(BaseModel):
     max_body_bytes: int = Field(default=1_000_000, ge=1024)
 
 
-class ResetRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    task: str | None = Field(default=None, max_length=200, description="task id; random by seed if omitted")
-    seed: int | None = None
-    episode_id: str | None = Field(default=None, min_length=1, max_length=128)
-
-
 class CloseRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     episode_id: str = Field(min_length=1, max_length=128)
-
-
-class ApiError(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        self.status, self.message = status, message
 
 
 class BodyLimit:
@@ -62,7 +54,8 @@ class BodyLimit:
             return
         declared = dict(scope.get("headers") or []).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            await _send_json(send, 413, {"detail": f"request body over {self.limit} bytes"})
+            await _send_json(send, 413, {"detail": f"request body over {self.limit} bytes",
+                                         "code": "PAYLOAD_TOO_LARGE"})
             return
         seen = 0
 
@@ -72,7 +65,7 @@ class BodyLimit:
             if msg["type"] == "http.request":
                 seen += len(msg.get("body", b""))
                 if seen > self.limit:
-                    raise ApiError(413, f"request body over {self.limit} bytes")
+                    raise EpisodeError(413, "PAYLOAD_TOO_LARGE", f"request body over {self.limit} bytes")
             return msg
 
         await self.app(scope, limited, send)
@@ -86,6 +79,16 @@ async def _send_json(send: Send, status: int, body: dict[str, Any]) -> None:
     await send({"type": "http.response.body", "body": raw})
 
 
+def _json(model: BaseModel, status: int = 200) -> Response:
+    """Serialise a reply with pydantic-core directly (no re-validation, no jsonable_encoder)."""
+    return Response(model.model_dump_json(), status_code=status, media_type="application/json")
+
+
+DESCRIPTION = ("Real-execution PyTorch debugging episodes for LLM agents: each task is a small "
+               "training project that really fails on CPU; the agent reads, edits and runs code "
+               "and submits a fix that hidden behavioural checks verify.")
+
+
 def create_app(tasks: TaskRegistry, sandbox: Sandbox, config: ServerConfig | None = None,
                judge: ExplanationJudge | None = None) -> FastAPI:
     """Build the app around one task registry and one sandbox shared by its sessions."""
@@ -93,33 +96,36 @@ def create_app(tasks: TaskRegistry, sandbox: Sandbox, config: ServerConfig | Non
     judge = judge or default_judge()
     sessions = SessionManager(lambda: TriageEnvironment(tasks, sandbox, judge, owns_sandbox=False),
                               cfg.max_sessions, cfg.idle_timeout_s)
+    service = EpisodeService(tasks, sessions, max_threads=cfg.max_sessions)
+    mcp = McpHandler(service)
+    websockets = WebSocketEpisode(service, mcp, cfg.idle_timeout_s, cfg.max_body_bytes)
     started = time.time()
 
     @asynccontextmanager
     async def lifespan(_: FastAPI):  # type: ignore[no-untyped-def]
+        reaper = asyncio.create_task(sessions.reap_forever())
         yield
+        reaper.cancel()
+        with suppress(asyncio.CancelledError):
+            await reaper
         sessions.close_all()
         sandbox.close()
 
-    app = FastAPI(title="sandbox-env", version=__version__, lifespan=lifespan,
-                  description="Real-execution PyTorch debugging episodes for LLM agents.")
+    app = FastAPI(title="sandbox-env", version=__version__, lifespan=lifespan, description=DESCRIPTION)
     app.add_middleware(BodyLimit, limit=cfg.max_body_bytes)
     app.state.sessions = sessions
     app.state.sandbox = sandbox
 
-    @app.exception_handler(ApiError)
-    async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
-        return JSONResponse({"detail": exc.message}, status_code=exc.status)
-
-    @app.exception_handler(SessionError)
-    async def _session_error(_: Request, exc: SessionError) -> JSONResponse:
-        return JSONResponse({"detail": exc.message}, status_code=exc.status)
+    @app.exception_handler(EpisodeError)
+    async def _episode_error(_: Request, exc: EpisodeError) -> JSONResponse:
+        return JSONResponse({"detail": exc.message, "code": exc.code}, status_code=exc.status)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
         msgs = [f"{'.'.join(str(p) for p in e['loc'] if p != 'body') or 'body'}: {e['msg']}"
                 for e in exc.errors()]
-        return JSONResponse({"detail": "invalid request: " + "; ".join(msgs[:8])}, status_code=422)
+        return JSONResponse({"detail": "invalid request: " + "; ".join(msgs[:8]),
+                             "code": "VALIDATION_ERROR"}, status_code=422)
 
     async def json_body(request: Request) -> dict[str, Any]:
         raw = await request.body()
@@ -128,32 +134,19 @@ def create_app(tasks: TaskRegistry, sandbox: Sandbox, config: ServerConfig | Non
         try:
             data = json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise ApiError(400, f"malformed JSON: {exc}") from None
+            raise EpisodeError(400, "INVALID_JSON", f"malformed JSON: {exc}") from None
         if not isinstance(data, dict):
-            raise ApiError(422, "the request body must be a JSON object")
+            raise EpisodeError(422, "VALIDATION_ERROR", "the request body must be a JSON object")
         return data
 
     @app.post("/reset", response_model=StepResult,
               openapi_extra={"requestBody": {"required": False, "content": {"application/json": {
-                  "schema": ResetRequest.model_json_schema()}}}})
-    async def reset(request: Request) -> StepResult:
-        try:
-            body = ResetRequest.model_validate(await json_body(request))
-        except ValidationError as exc:
-            raise ApiError(422, "invalid request: " + "; ".join(
-                f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}" for e in exc.errors())) from None
-        if body.task is not None:
-            try:
-                tasks.get(body.task)
-            except UnknownTask as exc:
-                raise ApiError(404, str(exc)) from None
-        session = sessions.open(body.episode_id)
-        async with session.lock:
-            obs = await run_in_threadpool(session.env.reset, seed=body.seed,
-                                          episode_id=session.episode_id, task=body.task)
-            session.touch()
-        return StepResult(observation=obs, reward=obs.reward, done=obs.done,
-                          episode_id=session.episode_id)
+                  "schema": ResetParams.model_json_schema()}}}})
+    async def reset(request: Request) -> Response:
+        params = parse_reset(await json_body(request))
+        service.check_task(params.task)
+        session = sessions.open(params.episode_id)
+        return _json(await service.reset(session, params))
 
     @app.post("/step", response_model=StepResult,
               openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
@@ -161,38 +154,38 @@ def create_app(tasks: TaskRegistry, sandbox: Sandbox, config: ServerConfig | Non
                              "An action, flat ({action_type, ...}) or wrapped ({action: {...}}), "
                              "plus optional episode_id (or the X-Episode-Id header)."}}}}})
     async def step(request: Request,
-                   x_episode_id: str | None = Header(default=None, max_length=128)) -> StepResult:
+                   x_episode_id: str | None = Header(default=None, max_length=128)) -> Response:
         body = await json_body(request)
         episode_id = body.pop("episode_id", None) or x_episode_id
         if episode_id is not None and not isinstance(episode_id, str):
-            raise ApiError(422, "episode_id must be a string")
-        raw_action = body["action"] if "action" in body else body
-        try:
-            action = parse_action(raw_action)
-        except InvalidAction as exc:
-            raise ApiError(422, str(exc)) from None
-        session = sessions.get(episode_id)
-        async with session.lock:
-            try:
-                obs = await run_in_threadpool(session.env.step, action)
-            except EpisodeDone as exc:
-                raise ApiError(409, str(exc)) from None
-            session.touch()
-        return StepResult(observation=obs, reward=obs.reward, done=obs.done,
-                          episode_id=session.episode_id)
+            raise EpisodeError(422, "VALIDATION_ERROR", "episode_id must be a string")
+        action = service.parse_action(body["action"] if "action" in body else body)
+        return _json(await service.step(sessions.get(episode_id), action))
 
     @app.get("/state", response_model=State)
     async def state(episode_id: str | None = Query(default=None, max_length=128),
-                    x_episode_id: str | None = Header(default=None, max_length=128)) -> State:
-        session = sessions.get(episode_id or x_episode_id)
-        session.touch()
-        return session.env.state
+                    x_episode_id: str | None = Header(default=None, max_length=128)) -> Response:
+        return _json(service.state(sessions.get(episode_id or x_episode_id)))
 
     @app.post("/close")
     async def close(body: CloseRequest) -> dict[str, Any]:
-        if not sessions.close(body.episode_id):
-            raise ApiError(404, f"unknown episode_id {body.episode_id!r}")
+        if not await sessions.close(body.episode_id):
+            raise EpisodeError(404, "UNKNOWN_EPISODE", f"unknown episode_id {body.episode_id!r}")
         return {"closed": body.episode_id}
+
+    @app.websocket("/ws")
+    async def ws(websocket: WebSocket) -> None:
+        await websockets.serve(websocket)
+
+    @app.post("/mcp", openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
+        "schema": {"type": "object", "description": "A JSON-RPC 2.0 request: initialize, tools/list, "
+                   "tools/call {name, arguments, session_id}, openenv/session/create|close."}}}}})
+    async def mcp_endpoint(request: Request,
+                           x_episode_id: str | None = Header(default=None, max_length=128)) -> Response:
+        reply = await mcp.handle_raw(await request.body(), episode_header=x_episode_id)
+        if reply is None:  # a notification
+            return Response(status_code=202)
+        return Response(json.dumps(reply), media_type="application/json")
 
     docker_probe: dict[str, Any] = {"at": -1e9, "value": (False, "")}
 
@@ -206,10 +199,19 @@ def create_app(tasks: TaskRegistry, sandbox: Sandbox, config: ServerConfig | Non
     @app.get("/health")
     async def health() -> dict[str, Any]:
         ok, why = await docker_status()
-        return {"status": "ok", "mode": sandbox.mode, "docker_available": ok,
+        return {"status": "healthy", "mode": sandbox.mode, "docker_available": ok,
                 "docker_detail": why, "task_count": len(tasks),
                 "active_sessions": len(sessions), "max_sessions": cfg.max_sessions,
+                "expired_sessions": sessions.expired, "idle_timeout_s": cfg.idle_timeout_s,
                 "version": __version__, "uptime_s": round(time.time() - started, 1)}
+
+    @app.get("/metadata")
+    async def metadata() -> dict[str, Any]:
+        return {"name": "sandbox-env", "description": DESCRIPTION, "version": __version__,
+                "author": "sandbox-env maintainers", "mode": sandbox.mode,
+                "actions": [t["name"] for t in TOOLS],
+                "reward_range": [0.0, 1.0],
+                "tasks": [{"id": t.id, "title": t.title, "difficulty": t.difficulty} for t in tasks]}
 
     @app.get("/schema")
     async def schema() -> dict[str, Any]:
@@ -224,3 +226,4 @@ def create_app(tasks: TaskRegistry, sandbox: Sandbox, config: ServerConfig | Non
                  "files": sorted(t.repo_files())} for t in tasks]
 
     return app
+

@@ -11,13 +11,16 @@ from dataclasses import dataclass, field
 from ..environment import TriageEnvironment
 
 
-class SessionError(Exception):
-    """A session lookup that cannot be satisfied; ``status`` is the HTTP status to answer."""
+class EpisodeError(Exception):
+    """A request about an episode that cannot be satisfied.
 
-    def __init__(self, status: int, message: str) -> None:
+    ``status`` is the HTTP status, ``code`` a stable machine-readable reason that the
+    WebSocket and MCP faces report instead (e.g. ``CAPACITY_REACHED``).
+    """
+
+    def __init__(self, status: int, code: str, message: str) -> None:
         super().__init__(message)
-        self.status = status
-        self.message = message
+        self.status, self.code, self.message = status, code, message
 
 
 @dataclass
@@ -26,13 +29,18 @@ class Session:
     env: TriageEnvironment
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     last_used: float = field(default_factory=time.monotonic)
+    attached: bool = False  # owned by a WebSocket connection, which handles its own idleness
 
     def touch(self) -> None:
         self.last_used = time.monotonic()
 
 
 class SessionManager:
-    """Maps episode ids to environments. One manager per app: no module globals."""
+    """Maps episode ids to environments. One manager per app: no module globals.
+
+    Every method runs on the event loop thread and never awaits while it mutates the map,
+    so no lock guards it; per-session locks serialise the steps of one episode.
+    """
 
     def __init__(self, factory: Callable[[], TriageEnvironment], max_sessions: int,
                  idle_timeout_s: float) -> None:
@@ -40,22 +48,38 @@ class SessionManager:
         self.max_sessions = max_sessions
         self.idle_timeout_s = idle_timeout_s
         self._sessions: dict[str, Session] = {}
+        self.expired = 0
 
     def __len__(self) -> int:
         return len(self._sessions)
 
-    def open(self, episode_id: str | None) -> Session:
+    def open(self, episode_id: str | None, *, attached: bool = False) -> Session:
         """The session for ``episode_id`` (reused on re-reset) or a new one."""
         self.expire()
         if episode_id and episode_id in self._sessions:
-            return self._sessions[episode_id]
+            s = self._sessions[episode_id]
+            if s.attached != attached:
+                raise EpisodeError(409, "EPISODE_IN_USE", f"episode_id {episode_id!r} belongs to "
+                                   "another connection; pick another id")
+            return s
         if len(self._sessions) >= self.max_sessions:
-            raise SessionError(503, f"CAPACITY_REACHED: {self.max_sessions} episodes are live; "
-                                    "close one (POST /close) or wait for idle ones to expire")
+            raise EpisodeError(503, "CAPACITY_REACHED",
+                               f"CAPACITY_REACHED: {self.max_sessions} episodes are live; close one "
+                               "(POST /close or close the WebSocket) or wait for idle ones to expire")
         sid = episode_id or uuid.uuid4().hex
-        session = Session(sid, self._factory())
+        session = Session(sid, self._factory(), attached=attached)
         self._sessions[sid] = session
         return session
+
+    def rename(self, session: Session, episode_id: str) -> None:
+        """Re-key a session (a WebSocket reset that names its own episode id)."""
+        if episode_id == session.episode_id:
+            return
+        if episode_id in self._sessions:
+            raise EpisodeError(409, "EPISODE_IN_USE", f"episode_id {episode_id!r} is already live")
+        del self._sessions[session.episode_id]
+        session.episode_id = episode_id
+        self._sessions[episode_id] = session
 
     def get(self, episode_id: str | None) -> Session:
         """Look up a session; without an id only when exactly one episode is live."""
@@ -63,30 +87,49 @@ class SessionManager:
         if episode_id:
             s = self._sessions.get(episode_id)
             if s is None:
-                raise SessionError(404, f"unknown episode_id {episode_id!r} (expired or never "
-                                        "created); call /reset to start an episode")
+                raise EpisodeError(404, "UNKNOWN_EPISODE", f"unknown episode_id {episode_id!r} "
+                                   "(expired or never created); call /reset to start an episode")
             return s
         if not self._sessions:
-            raise SessionError(400, "no live episode: call /reset first")
+            raise EpisodeError(400, "NO_EPISODE", "no live episode: call /reset first")
         if len(self._sessions) > 1:
-            raise SessionError(400, f"{len(self._sessions)} episodes are live: give episode_id "
-                                    "in the body or the X-Episode-Id header")
+            raise EpisodeError(400, "EPISODE_ID_REQUIRED",
+                               f"{len(self._sessions)} episodes are live: give episode_id in the "
+                               "body or the X-Episode-Id header")
         return next(iter(self._sessions.values()))
 
-    def close(self, episode_id: str) -> bool:
-        s = self._sessions.pop(episode_id, None)
-        if s is not None:
+    def detach(self, episode_id: str) -> Session | None:
+        """Remove a session from the map; the caller closes its environment."""
+        return self._sessions.pop(episode_id, None)
+
+    async def close(self, episode_id: str) -> bool:
+        """Remove and close a session, after any step it is running has finished."""
+        s = self.detach(episode_id)
+        if s is None:
+            return False
+        async with s.lock:
             s.env.close()
-        return s is not None
+        return True
 
     def expire(self) -> int:
+        """Close HTTP sessions idle past the timeout (never one that is mid-step)."""
         now = time.monotonic()
         stale = [k for k, s in self._sessions.items()
-                 if now - s.last_used > self.idle_timeout_s and not s.lock.locked()]
+                 if not s.attached and not s.lock.locked() and now - s.last_used > self.idle_timeout_s]
         for k in stale:
-            self.close(k)
+            s = self._sessions.pop(k)
+            s.env.close()
+        self.expired += len(stale)
         return len(stale)
 
+    async def reap_forever(self) -> None:
+        """Background task: expire idle sessions even when no request arrives."""
+        period = max(0.05, min(30.0, self.idle_timeout_s / 4))
+        while True:
+            await asyncio.sleep(period)
+            self.expire()
+
     def close_all(self) -> None:
-        for k in list(self._sessions):
-            self.close(k)
+        for s in list(self._sessions.values()):
+            s.env.close()
+        self._sessions.clear()

@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .models import Limits
+from .workspace import AST_LOCK
 
 TASK_ROOT_ENV = "SANDBOX_ENV_TASK_ROOT"
 _SKIP_PARTS = {"__pycache__", ".pytest_cache", ".git"}
@@ -127,7 +128,12 @@ class TaskSpec(BaseModel):
         fn = getattr(module, "classify", None)
         if not callable(fn):
             raise TaskError(f"{self.id}: classifier.py defines no classify(files)")
-        return fn
+
+        def classify(files: dict[str, str]) -> str:
+            with AST_LOCK:  # classifiers parse with ast (see workspace.AST_LOCK)
+                return fn(files)
+
+        return classify
 
 
 def load_task(root: Path) -> TaskSpec:

@@ -8,11 +8,24 @@ import hashlib
 import os
 import posixpath
 import re
+import threading
 from pathlib import Path
 
 MAX_FILE_BYTES = 1_000_000  # a workspace file larger than this is not taken back from a run
 MAX_FILES = 500
 _IGNORED_PARTS = {"__pycache__", ".pytest_cache", ".git"}
+
+
+# CPython 3.11's ast.parse is not thread-safe (a shared recursion counter in the AST object
+# conversion raises "SystemError: AST constructor recursion depth mismatch" under concurrent
+# parses, gh-106905). Sessions step in worker threads, so every Python-level AST build of the
+# server (here and in task classifiers) holds this lock.
+AST_LOCK = threading.RLock()
+
+
+def parse_python(text: str) -> ast.Module:
+    with AST_LOCK:
+        return ast.parse(text)
 
 
 class WorkspaceError(ValueError):
@@ -43,7 +56,7 @@ def normalised_source(path: str, text: str) -> str:
     """Text that ignores comments and formatting for Python, line endings for the rest."""
     if path.endswith(".py"):
         try:
-            return ast.dump(ast.parse(text), include_attributes=False)
+            return ast.dump(parse_python(text), include_attributes=False)
         except (SyntaxError, ValueError):
             pass
     return "\n".join(line.rstrip() for line in text.replace("\r\n", "\n").split("\n")).strip()

@@ -1,0 +1,342 @@
+"""The TRL adapter: sandbox-env episodes as a TRL ``GRPOTrainer(environment_factory=...)`` class.
+
+This module has one job: expose a debugging episode in the shape TRL's ``environment_factory``
+expects, without importing TRL. The contract it follows (TRL docs, "OpenEnv Integration",
+https://huggingface.co/docs/trl/en/openenv.md, and ``trl/trainer/grpo_trainer.py``):
+
+- the trainer calls the class with no arguments, once per concurrent rollout, and reuses the
+  instances: ``reset(**row)`` starts every episode, with the dataset row's columns as keyword
+  arguments; a returned string is appended to the row's last user message (or is the whole
+  prompt when training without a dataset);
+- every public method other than ``reset`` (and ``get_reward`` on TRL >= 1.8) is a tool; its
+  JSON schema is built by ``transformers.utils.get_json_schema`` from the type hints and the
+  Google-style docstring, so every argument needs a hint and an ``Args:`` entry;
+- a tool's return value is sent to the model as the tool message (``str(result)``); an
+  exception is caught and sent as ``{"error": str(exc)}`` and counted as a tool failure, which
+  TRL recommends for invalid calls and for calls after the episode ended;
+- reward functions receive ``environments`` (one instance per completion) and read state from
+  them before the next ``reset``.
+
+Reward convention: ``reward`` is outcome-only, as TRL's docs advise ("simple rewards work
+well", "check the final state, not the path"): 0.0 until the episode ends, then the
+environment's terminal score (a verified fix 0.6-0.999, an unverified one < 0.2, the step
+budget exhausted 0.001). The per-step shaping is kept apart in ``shaped_reward`` for anyone who
+wants partial credit. ``get_reward`` is deliberately not defined: TRL < 1.8 would expose it to
+the model as a tool; on TRL >= 1.8 a subclass may add ``def get_reward(self): return self.reward``
+instead of passing :func:`reward_fn` (not both, or the reward counts twice).
+
+Transport, chosen when an instance is built: with ``SANDBOX_ENV_URL`` (or ``ENV_URL``) set,
+episodes run on that sandbox-env server over HTTP (one live episode per instance, closed at
+the next reset); otherwise in process, in mock mode, over the tasks in ``SANDBOX_ENV_TASK_ROOT``
+(or the package's ``task_repos``). The in-process registry, sandbox and judge are built once per
+process and shared, so constructing many instances is cheap. For docker mode, run a server
+(``MODE=docker bash scripts/start.sh``) and point ``SANDBOX_ENV_URL`` at it.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from .environment import EpisodeDone, InvalidAction, TriageEnvironment
+from .models import Observation
+from .tasks import TaskRegistry, UnknownTask, default_task_root
+
+URL_ENV_VARS = ("SANDBOX_ENV_URL", "ENV_URL")
+
+_shared_lock = threading.Lock()
+_shared_registries: dict[Path, TaskRegistry] = {}
+_shared_parts: dict[str, Any] = {}  # "sandbox", "judge": built on first in-process reset
+
+
+def _shared_registry(root: Path) -> TaskRegistry:
+    """One registry per task root and process (it caches file contents and classifiers)."""
+    with _shared_lock:
+        if root not in _shared_registries:
+            _shared_registries[root] = TaskRegistry(root)
+        return _shared_registries[root]
+
+
+def _shared_sandbox_and_judge() -> tuple[Any, Any]:
+    from .rubrics import default_judge
+    from .sandbox import make_sandbox
+
+    with _shared_lock:
+        if not _shared_parts:
+            _shared_parts["sandbox"] = make_sandbox("mock")
+            _shared_parts["judge"] = default_judge()
+        return _shared_parts["sandbox"], _shared_parts["judge"]
+
+
+class _LocalEpisodes:
+    """Episodes in this process: a TriageEnvironment over the shared mock sandbox."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._env: TriageEnvironment | None = None
+
+    def reset(self, task: str | None, seed: int | None) -> Observation:
+        if self._env is None:
+            sandbox, judge = _shared_sandbox_and_judge()
+            self._env = TriageEnvironment(_shared_registry(self.root), sandbox, judge, owns_sandbox=False)
+        return self._env.reset(task=task, seed=seed)
+
+    def step(self, action: dict[str, Any]) -> Observation:
+        assert self._env is not None
+        return self._env.step(action)  # InvalidAction / EpisodeDone propagate unchanged
+
+    def close(self) -> None:
+        self._env = None  # the shared sandbox stays open for the other instances
+
+
+class _RemoteEpisodes:
+    """Episodes on a sandbox-env server; the HTTP client is created on the first reset."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._client: Any = None
+
+    def _http(self) -> Any:
+        if self._client is None:
+            from .client import TriageClient
+
+            self._client = TriageClient(self.url)
+        return self._client
+
+    def _call(self, fn: Any, *args: Any, **kw: Any) -> Any:
+        import httpx
+
+        try:
+            return fn(*args, **kw)
+        except httpx.HTTPError as exc:
+            raise RuntimeError(f"sandbox-env server at {self.url} did not answer: "
+                               f"{type(exc).__name__}: {exc}") from exc
+
+    def reset(self, task: str | None, seed: int | None) -> Observation:
+        from .client import EnvClientError
+
+        client = self._http()
+        self._close_episode()
+        try:
+            return self._call(client.reset, task=task, seed=seed).observation
+        except EnvClientError as exc:
+            if exc.status == 404 and task:
+                ids = [t["id"] for t in self._call(client.tasks)]
+                raise UnknownTask(task, ids) from None
+            raise
+
+    def step(self, action: dict[str, Any]) -> Observation:
+        from .client import EnvClientError
+
+        try:
+            return self._call(self._http().step, action).observation
+        except EnvClientError as exc:
+            if exc.status == 409:
+                raise EpisodeDone(exc.detail) from None
+            if exc.status in (400, 422):
+                raise InvalidAction(exc.detail) from None
+            if exc.status == 404:
+                raise EpisodeDone(f"the server no longer has this episode ({exc.detail}); "
+                                  "it expired or was closed") from None
+            raise
+
+    def _close_episode(self) -> None:
+        if self._client is not None and self._client.episode_id:
+            try:
+                self._client.close_episode()
+            except Exception:  # already expired or the server restarted: nothing to free
+                self._client.episode_id = None
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._close_episode()
+            self._client.close()
+            self._client = None
+
+
+class TriageToolEnv:
+    """One sandbox-env debugging episode per rollout, for ``GRPOTrainer(environment_factory=...)``.
+
+    The model gets five tools (``read_file``, ``edit_file``, ``execute_bash``, ``view_git_diff``,
+    ``submit_fix``); each returns the terminal output, any error and a short status line.
+    ``submit_fix`` (or the last step of the budget) ends the episode; any later call raises
+    :class:`~sandbox_env.environment.EpisodeDone` and an invalid call (e.g. an empty filename)
+    :class:`~sandbox_env.environment.InvalidAction`, which TRL feeds back to the model as the
+    tool's error.
+
+    Attributes:
+        reward: 0.0 until the episode ends, then its terminal score (what :func:`reward_fn` returns).
+        shaped_reward: the sum of the per-step shaping rewards so far (capped at 0.2 by the rubric).
+        done: whether the episode has ended (fix submitted or step budget exhausted).
+        score: the terminal score, None before the episode ends.
+        task: the id of the current task.
+        observation: the last :class:`~sandbox_env.models.Observation` received.
+    """
+
+    max_output_chars = 16_000  # longer tool output keeps its head and tail (tokens count against the budget)
+
+    def __init__(self) -> None:
+        url = next((os.environ[v] for v in URL_ENV_VARS if os.environ.get(v)), None)
+        self._episodes: _LocalEpisodes | _RemoteEpisodes = (
+            _RemoteEpisodes(url) if url else _LocalEpisodes(default_task_root()))
+        self._started = False
+        self._last_hint: str | None = None
+        self.reward = 0.0
+        self.shaped_reward = 0.0
+        self.done = False
+        self.score: float | None = None
+        self.task: str | None = None
+        self.observation: Observation | None = None
+
+    # ------------------------------------------------------------------ reserved by TRL
+    def reset(self, **kwargs: Any) -> str:
+        """Start an episode and return the incident, the file list and the run command as text.
+
+        Reads ``task`` (or ``task_id``) and ``seed`` from the dataset row; every other column
+        (``prompt`` included) is ignored. Without a task, the seed picks one (no seed: random).
+        Raises UnknownTask (naming the available tasks) for a task id that does not exist.
+        """
+        task = kwargs.get("task") or kwargs.get("task_id") or None
+        seed = kwargs.get("seed")
+        self._started = False  # until the new episode exists (a failed reset leaves none usable)
+        obs = self._episodes.reset(str(task) if task else None, None if seed is None else int(seed))
+        self._started, self._last_hint = True, None
+        self.reward, self.shaped_reward, self.done, self.score = 0.0, 0.0, False, None
+        self.task, self.observation = obs.task_name, obs
+        return (
+            f"# Incident ({obs.task_name})\n{obs.task_description.strip()}\n\n"
+            f"{obs.terminal_output.strip()}\n"
+            f"Step budget: {obs.max_steps} tool calls.\n\n"
+            "Reproduce the failure, find the root cause, fix it with minimal edits, then call "
+            "submit_fix with an explanation of the root cause, the mechanism and why the fix works. "
+            "Hidden checks run the code with their own settings: workarounds that hide the failure "
+            "(catching exceptions, exiting early, shrinking the workload, raising timeouts, disabling "
+            "the feature) are rejected."
+        )
+
+    # ------------------------------------------------------------------ tools
+    def read_file(self, filename: str) -> str:
+        """Read one file of the workspace.
+
+        Args:
+            filename: Path of the file relative to the workspace root, e.g. "train.py".
+
+        Returns:
+            The file's content, followed by a status line.
+        """
+        return self._act({"action_type": "read_file", "filename": filename})
+
+    def edit_file(self, filename: str, old_str: str, new_str: str) -> str:
+        """Replace exactly one occurrence of old_str by new_str in a workspace file.
+
+        Args:
+            filename: Path of the file relative to the workspace root, e.g. "train.py".
+            old_str: Exact text to replace; it must occur exactly once in the file. Use an empty
+                string only to create a new file.
+            new_str: The replacement text.
+
+        Returns:
+            Whether the edit was applied (or why not, with the nearest lines), and a status line.
+        """
+        return self._act({"action_type": "edit_file", "filename": filename,
+                          "old_str": old_str, "new_str": new_str})
+
+    def execute_bash(self, command: str) -> str:
+        """Run a shell command in the workspace, e.g. the training command to reproduce the failure.
+
+        Args:
+            command: The command line to run, e.g. "python train.py".
+
+        Returns:
+            The command's output, its exit code and outcome, and a status line.
+        """
+        return self._act({"action_type": "execute_bash", "command": command})
+
+    def view_git_diff(self, filename: str | None = None) -> str:
+        """Show the unified diff of the workspace against the original repository.
+
+        Args:
+            filename: Limit the diff to this file; omit it for the diff of every file.
+
+        Returns:
+            The diff ("No changes." when there is none), and a status line.
+        """
+        return self._act({"action_type": "view_git_diff", "filename": filename})
+
+    def submit_fix(self, explanation: str) -> str:
+        """Submit the fix and end the episode: hidden checks verify it and the explanation is scored.
+
+        Args:
+            explanation: The root cause, the mechanism of the failure and why the fix works.
+
+        Returns:
+            The verification verdict with its reasons, the explanation score and the episode score.
+        """
+        return self._act({"action_type": "submit_fix", "explanation": explanation})
+
+    # ------------------------------------------------------------------ helpers
+    def _act(self, action: dict[str, Any]) -> str:
+        if not self._started:
+            raise RuntimeError("reset() must be called before any tool")
+        if self.done:
+            score = "" if self.score is None else f" (score {self.score:.3f})"
+            raise EpisodeDone(f"The episode is over{score}; no tool call is accepted any more. "
+                              "Stop calling tools.")
+        try:
+            obs = self._episodes.step(action)
+        except EpisodeDone:
+            self.done = True
+            raise
+        self.observation = obs
+        if action["action_type"] != "submit_fix":
+            self.shaped_reward = round(self.shaped_reward + obs.reward, 6)
+        if obs.done:
+            self.done = True
+            self.score = obs.score if obs.score is not None else obs.reward
+            self.reward = float(self.score)
+        return self._render(obs)
+
+    def _render(self, obs: Observation) -> str:
+        out, err = obs.terminal_output, obs.last_action_error
+        if err:
+            out = f"Error: {err}" if out.strip() == err.strip() else f"{out}\nError: {err}"
+        out = _clip(out or "(no output)", self.max_output_chars)
+        if obs.hint and obs.hint != self._last_hint:
+            self._last_hint = obs.hint
+            out += f"\n\nHint: {obs.hint}"
+        if obs.done:
+            return out + f"\n\n[episode over: score {self.reward:.3f}. Do not call any more tools.]"
+        return (out + f"\n\n[step {obs.step_number}/{obs.max_steps}, {obs.budget_remaining} left; "
+                f"training run: {obs.run_status}]")
+
+    def _close(self) -> None:
+        """Free the episode (remote: close the server session). Not a tool: TRL never calls it."""
+        self._episodes.close()
+
+    def __enter__(self) -> TriageToolEnv:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._close()
+
+
+def _clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    head, tail = text[: limit * 2 // 3], text[-(limit // 3):]
+    return f"{head}\n[... {len(text) - len(head) - len(tail)} characters omitted ...]\n{tail}"
+
+
+def reward_fn(environments: list[Any], **kwargs: Any) -> list[float | None]:
+    """TRL reward function: each rollout's terminal score (None for other environment types).
+
+    Pass as ``GRPOTrainer(reward_funcs=reward_fn, environment_factory=TriageToolEnv)``. TRL calls
+    it after the rollouts, before the environments are reset; ``None`` marks rollouts of other
+    environments in a multi-environment run, which TRL ignores.
+    """
+    return [env.reward if isinstance(env, TriageToolEnv) else None for env in environments]
+
+
+__all__ = ["URL_ENV_VARS", "TriageToolEnv", "reward_fn"]

@@ -190,6 +190,18 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
     return 0 if rate >= args.target else 1
 
 
+def cmd_agent(args: argparse.Namespace) -> int:
+    from .agent import main as agent_main
+
+    return agent_main(
+        json_out=args.json_out, env_url=args.env_url, api_base_url=args.api_base_url,
+        model=args.model, tasks=args.tasks, seed=args.seed, temperature=args.temperature,
+        max_tokens=args.max_tokens, llm_retries=args.max_retries,
+        max_consecutive_failures=args.max_failures, history_window=args.history_window,
+        health_timeout_s=args.health_timeout, request_timeout_s=args.request_timeout,
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="sandbox-env", description=__doc__)
     p.add_argument("--version", action="version", version=__version__)
@@ -256,6 +268,28 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", default="docs/fidelity.md")
     s.add_argument("--target", type=float, default=0.98)
     s.set_defaults(fn=cmd_fidelity)
+
+    s = sub.add_parser("agent", help="baseline LLM agent: play tasks of a running server with an "
+                                     "OpenAI-compatible model ([START]/[STEP]/[END] on stdout)")
+    s.add_argument("--env-url", help="environment server (default: $ENV_URL or http://localhost:8000)")
+    s.add_argument("--api-base-url", help="model endpoint (default: $API_BASE_URL or "
+                                          "https://router.huggingface.co/v1); key: $HF_TOKEN or "
+                                          "$OPENAI_API_KEY")
+    s.add_argument("--model", help="model name (default: $MODEL_NAME or Qwen/Qwen2.5-72B-Instruct)")
+    s.add_argument("--tasks", help="comma-separated task ids (default: $TASKS or every task of the server)")
+    s.add_argument("--seed", type=int, help="seed for reset and the model (default: $SEED)")
+    s.add_argument("--temperature", type=float, help="sampling temperature (default 0)")
+    s.add_argument("--max-tokens", type=int, help="tokens per reply (default 2048)")
+    s.add_argument("--max-retries", type=int, help="retries of a model call on connection/429/5xx "
+                                                   "errors, with backoff (default 3)")
+    s.add_argument("--max-failures", type=int, help="unusable replies in a row that end an episode "
+                                                    "(default 3)")
+    s.add_argument("--history-window", type=int, help="turns kept verbatim in the prompt (default 4)")
+    s.add_argument("--health-timeout", type=float, help="seconds to wait for the server's /health "
+                                                        "(default 120)")
+    s.add_argument("--request-timeout", type=float, help="seconds per model request (default 120)")
+    s.add_argument("--json-out", help="also write the results (RunSummary) as JSON to this file")
+    s.set_defaults(fn=cmd_agent)
 
     s = sub.add_parser("record", help="record real traces of every labelled state for mock mode")
     s.add_argument("tasks", nargs="*")

@@ -32,7 +32,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     print(f"sandbox-env {__version__}: {len(tasks)} tasks, mode={sandbox.mode}, "
           f"http://{args.host}:{args.port}", flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level,
-                ws_max_size=4 * cfg.max_body_bytes)  # larger frames: close 1009; larger messages: an error
+                ws_max_size=4 * cfg.max_body_bytes,  # larger frames: close 1009; larger messages: an error
+                # compressing every observation costs more CPU than it saves on a LAN
+                ws_per_message_deflate=False)
     return 0
 
 

@@ -141,6 +141,15 @@ class TriageEnvironment:
         st.cumulative_reward = round(st.cumulative_reward + obs_kw.get("reward", 0.0), 6)
         return self._observe(**obs_kw)
 
+    @staticmethod
+    def may_block(action: Any) -> bool:
+        """Whether a step can wait on I/O: runs and verification (sandbox), judging (LLM).
+
+        Everything else is in-memory work on the workspace that a server may run inline.
+        """
+        kind = action.get("action_type") if isinstance(action, dict) else action.action_type
+        return kind in ("execute_bash", "submit_fix")
+
     @property
     def state(self) -> State:
         if self._state is None:

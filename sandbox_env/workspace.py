@@ -9,6 +9,7 @@ import os
 import posixpath
 import re
 import threading
+from collections import OrderedDict
 from pathlib import Path
 
 MAX_FILE_BYTES = 1_000_000  # a workspace file larger than this is not taken back from a run
@@ -26,6 +27,11 @@ AST_LOCK = threading.RLock()
 def parse_python(text: str) -> ast.Module:
     with AST_LOCK:
         return ast.parse(text)
+
+
+_HASHES: OrderedDict[int, str] = OrderedDict()  # workspace fingerprint -> content_hash, LRU
+_HASHES_MAX = 4096
+_HASHES_LOCK = threading.Lock()
 
 
 class WorkspaceError(ValueError):
@@ -222,11 +228,22 @@ class Workspace:
         return sorted(k for k in keys if self.original.get(k) != self.files.get(k))
 
     def content_hash(self) -> str:
-        """content_hash(self.files), memoised: str objects cache their own hash, so the
-        fingerprint costs O(files) while the AST-normalised hash is computed once per state."""
+        """content_hash(self.files), memoised per workspace and process-wide: str objects cache
+        their own hash, so the fingerprint costs O(files) while the AST-normalised hash of a
+        state (e.g. a task's pristine files at every reset) is computed once per process."""
         key = hash(frozenset((p, hash(t)) for p, t in self.files.items()))
         if self._hash_memo is None or self._hash_memo[0] != key:
-            self._hash_memo = (key, content_hash(self.files))
+            with _HASHES_LOCK:
+                digest = _HASHES.get(key)
+                if digest is not None:
+                    _HASHES.move_to_end(key)
+            if digest is None:
+                digest = content_hash(self.files)
+                with _HASHES_LOCK:
+                    _HASHES[key] = digest
+                    if len(_HASHES) > _HASHES_MAX:
+                        _HASHES.popitem(last=False)
+            self._hash_memo = (key, digest)
         return self._hash_memo[1]
 
     def apply_patch(self, patch: str) -> None:

@@ -149,3 +149,31 @@ def test_4_docker_sessions_over_http_and_ws(toy_root: Path, toy_tasks: TaskRegis
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_a_long_run_never_blocks_other_sessions(toy_root: Path) -> None:
+    """A command that takes seconds runs in a worker thread: other episodes keep stepping."""
+    proc, url = start_server(toy_root, "local")
+    try:
+        slow, fast = TriageClient(url), TriageClient(url)
+        slow.reset(task="toy_mean")
+        fast.reset(task="toy_mean")
+        with ThreadPoolExecutor(1) as pool:
+            started = time.monotonic()
+            sleep = {"action_type": "execute_bash", "command": "sleep 3; echo slept"}
+            running = pool.submit(slow.step, sleep)
+            time.sleep(0.3)
+            latencies = []
+            for _ in range(5):
+                t = time.monotonic()
+                fast.step({"action_type": "view_git_diff"})
+                latencies.append(time.monotonic() - t)
+            assert not running.done() and max(latencies) < 0.5, latencies
+            assert "slept" in running.result(timeout=30).observation.terminal_output
+            assert time.monotonic() - started >= 3
+        for c in (slow, fast):
+            c.close_episode()
+            c.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

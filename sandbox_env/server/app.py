@@ -89,6 +89,17 @@ DESCRIPTION = ("Real-execution PyTorch debugging episodes for LLM agents: each t
                "and submits a fix that hidden behavioural checks verify.")
 
 
+EPISODE_HEADER = {"parameters": [{"name": "X-Episode-Id", "in": "header", "required": False,
+                                  "schema": {"type": "string", "maxLength": 128}}]}
+
+
+def header_episode_id(request: Request) -> str | None:
+    value = request.headers.get("x-episode-id")
+    if value is not None and len(value) > 128:
+        raise EpisodeError(422, "VALIDATION_ERROR", "X-Episode-Id: at most 128 characters")
+    return value
+
+
 def create_app(tasks: TaskRegistry, sandbox: Sandbox, config: ServerConfig | None = None,
                judge: ExplanationJudge | None = None) -> FastAPI:
     """Build the app around one task registry and one sandbox shared by its sessions."""
@@ -149,14 +160,14 @@ def create_app(tasks: TaskRegistry, sandbox: Sandbox, config: ServerConfig | Non
         return _json(await service.reset(session, params))
 
     @app.post("/step", response_model=StepResult,
-              openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
-                  "schema": {"type": "object", "description":
-                             "An action, flat ({action_type, ...}) or wrapped ({action: {...}}), "
-                             "plus optional episode_id (or the X-Episode-Id header)."}}}}})
-    async def step(request: Request,
-                   x_episode_id: str | None = Header(default=None, max_length=128)) -> Response:
+              openapi_extra={**EPISODE_HEADER, "requestBody": {"required": True, "content": {
+                  "application/json": {"schema": {"type": "object", "description":
+                      "An action, flat ({action_type, ...}) or wrapped ({action: {...}}), "
+                      "plus optional episode_id (or the X-Episode-Id header)."}}}}})
+    async def step(request: Request) -> Response:
+        # No FastAPI parameters: dependency solving would cost more than the step itself.
         body = await json_body(request)
-        episode_id = body.pop("episode_id", None) or x_episode_id
+        episode_id = body.pop("episode_id", None) or header_episode_id(request)
         if episode_id is not None and not isinstance(episode_id, str):
             raise EpisodeError(422, "VALIDATION_ERROR", "episode_id must be a string")
         action = service.parse_action(body["action"] if "action" in body else body)
@@ -177,12 +188,12 @@ def create_app(tasks: TaskRegistry, sandbox: Sandbox, config: ServerConfig | Non
     async def ws(websocket: WebSocket) -> None:
         await websockets.serve(websocket)
 
-    @app.post("/mcp", openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
-        "schema": {"type": "object", "description": "A JSON-RPC 2.0 request: initialize, tools/list, "
-                   "tools/call {name, arguments, session_id}, openenv/session/create|close."}}}}})
-    async def mcp_endpoint(request: Request,
-                           x_episode_id: str | None = Header(default=None, max_length=128)) -> Response:
-        reply = await mcp.handle_raw(await request.body(), episode_header=x_episode_id)
+    @app.post("/mcp", openapi_extra={**EPISODE_HEADER, "requestBody": {"required": True, "content": {
+        "application/json": {"schema": {"type": "object", "description":
+            "A JSON-RPC 2.0 request: initialize, tools/list, tools/call {name, arguments, "
+            "session_id}, openenv/session/create|close."}}}}})
+    async def mcp_endpoint(request: Request) -> Response:
+        reply = await mcp.handle_raw(await request.body(), episode_header=header_episode_id(request))
         if reply is None:  # a notification
             return Response(status_code=202)
         return Response(json.dumps(reply), media_type="application/json")

@@ -29,7 +29,9 @@ class Session:
     env: TriageEnvironment
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     last_used: float = field(default_factory=time.monotonic)
-    attached: bool = False  # owned by a WebSocket connection, which handles its own idleness
+    attached: bool = False  # owned by a WebSocket connection, which closes it
+    on_idle: Callable[[], None] | None = None  # how the reaper tells that connection to stop
+    idle_expired: bool = False
 
     def touch(self) -> None:
         self.last_used = time.monotonic()
@@ -55,14 +57,13 @@ class SessionManager:
 
     def open(self, episode_id: str | None, *, attached: bool = False) -> Session:
         """The session for ``episode_id`` (reused on re-reset) or a new one."""
-        self.expire()
         if episode_id and episode_id in self._sessions:
             s = self._sessions[episode_id]
             if s.attached != attached:
                 raise EpisodeError(409, "EPISODE_IN_USE", f"episode_id {episode_id!r} belongs to "
                                    "another connection; pick another id")
             return s
-        if len(self._sessions) >= self.max_sessions:
+        if len(self._sessions) >= self.max_sessions and not self.expire():
             raise EpisodeError(503, "CAPACITY_REACHED",
                                f"CAPACITY_REACHED: {self.max_sessions} episodes are live; close one "
                                "(POST /close or close the WebSocket) or wait for idle ones to expire")
@@ -82,8 +83,10 @@ class SessionManager:
         self._sessions[episode_id] = session
 
     def get(self, episode_id: str | None) -> Session:
-        """Look up a session; without an id only when exactly one episode is live."""
-        self.expire()
+        """Look up a session; without an id only when exactly one episode is live.
+
+        Idle sessions are expired by :meth:`reap_forever`, not here: lookups stay O(1).
+        """
         if episode_id:
             s = self._sessions.get(episode_id)
             if s is None:
@@ -112,13 +115,22 @@ class SessionManager:
         return True
 
     def expire(self) -> int:
-        """Close HTTP sessions idle past the timeout (never one that is mid-step)."""
+        """Close sessions idle past the timeout (never one that is mid-step).
+
+        HTTP sessions are closed here; a WebSocket's is signalled through ``on_idle`` and
+        closed by its connection, which tells the client why.
+        """
         now = time.monotonic()
-        stale = [k for k, s in self._sessions.items()
-                 if not s.attached and not s.lock.locked() and now - s.last_used > self.idle_timeout_s]
-        for k in stale:
-            s = self._sessions.pop(k)
-            s.env.close()
+        stale = [s for s in self._sessions.values()
+                 if not s.idle_expired and not s.lock.locked() and now - s.last_used > self.idle_timeout_s]
+        for s in stale:
+            s.idle_expired = True
+            if s.attached:
+                if s.on_idle is not None:
+                    s.on_idle()
+            else:
+                del self._sessions[s.episode_id]
+                s.env.close()
         self.expired += len(stale)
         return len(stale)
 

@@ -2,7 +2,8 @@
 
 Client messages ``{"type": "reset"|"step"|"state"|"close"|"mcp", "data": ...}``; replies
 ``{"type": "observation"|"state"|"mcp"|"error", "data": ...}``. A connection that stays
-silent past the idle timeout gets an ``IDLE_TIMEOUT`` error and is closed.
+silent past the idle timeout gets an ``IDLE_TIMEOUT`` error and is closed (the session
+reaper interrupts it: no timer per message).
 """
 
 from __future__ import annotations
@@ -43,24 +44,28 @@ class WebSocketEpisode:
                                            max_sessions=sessions.max_sessions))
             await ws.close(code=WS_TRY_AGAIN_LATER, reason=exc.code)
             return
+        task = asyncio.current_task()
+        assert task is not None
+        session.on_idle = task.cancel
         try:
             await self._loop(ws, session)
         except WebSocketDisconnect:
             pass
+        except asyncio.CancelledError:
+            if not session.idle_expired or task.uncancel():
+                raise  # a real cancellation (shutdown), not the reaper's
+            await ws.send_text(error_frame(
+                "IDLE_TIMEOUT", f"no message for {self.idle_timeout_s:g} s; the episode is closed"))
+            await ws.close(code=WS_GOING_AWAY, reason="idle timeout")
         finally:
             await sessions.close(session.episode_id)
 
     async def _loop(self, ws: WebSocket, session: Session) -> None:
         while True:
-            try:
-                msg = await asyncio.wait_for(ws.receive(), timeout=self.idle_timeout_s)
-            except TimeoutError:
-                await ws.send_text(error_frame(
-                    "IDLE_TIMEOUT", f"no message for {self.idle_timeout_s:g} s; the episode is closed"))
-                await ws.close(code=WS_GOING_AWAY, reason="idle timeout")
-                return
+            msg = await ws.receive()
             if msg["type"] == "websocket.disconnect":
                 return
+            session.touch()
             raw = msg.get("text")
             if raw is None:
                 raw = (msg.get("bytes") or b"").decode("utf-8", errors="replace")

@@ -23,8 +23,15 @@ class Outcome(StrEnum):
 
 
 # --------------------------------------------------------------------------- actions
+def _require_action_type(schema: dict[str, Any], _: type) -> None:
+    """action_type has a default (handy in code) but the wire format requires it."""
+    required = schema.setdefault("required", [])
+    if "action_type" not in required:
+        required.insert(0, "action_type")
+
+
 class _Action(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_require_action_type)
     metadata: dict[str, Any] = Field(default_factory=dict, description="free-form, ignored")
 
 

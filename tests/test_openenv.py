@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -93,8 +94,17 @@ def test_openenv_validate_url_passes(server: str) -> None:
                                                      "schema_endpoint", "mcp_endpoint"}
 
 
-def test_manifest_is_valid_and_matches_the_server(server: str, real_tasks: TaskRegistry) -> None:
-    proc = subprocess.run([str(OPENENV), "validate", "--level", "static", str(ROOT)],
+def test_manifest_is_valid_and_matches_the_server(server: str, real_tasks: TaskRegistry,
+                                                  tmp_path: Path) -> None:
+    # validate what a clean checkout holds: the validator hashes the whole tree before and after
+    # and refuses a tree that changes meanwhile (build outputs, other test runs' temp files)
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, check=True, capture_output=True,
+                             text=True).stdout.split("\0")
+    for rel in filter(None, tracked):
+        if (ROOT / rel).is_file():
+            (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / rel, tmp_path / rel)
+    proc = subprocess.run([str(OPENENV), "validate", "--level", "static", str(tmp_path)],
                           check=False, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "Verdict: PASS" in proc.stdout, proc.stdout + proc.stderr
     manifest = yaml.safe_load((ROOT / "openenv.yaml").read_text())

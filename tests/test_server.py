@@ -58,7 +58,7 @@ def test_step_errors_are_4xx(toy_server: str) -> None:
     httpx.post(url + "/reset", json={"task": "toy_mean", "episode_id": "e-a"})
     httpx.post(url + "/reset", json={"task": "toy_mean", "episode_id": "e-b"})
     cases = [
-        ({"action_type": "view_git_diff"}, 400, "episodes are live"),
+        ({"action_type": "view_git_diff"}, 409, "episodes are live"),
         ({"action_type": "view_git_diff", "episode_id": "ghost"}, 404, "unknown episode_id"),
         ({"action_type": "launch_missiles", "episode_id": "e-a"}, 422, "action_type"),
         ({"action_type": "read_file", "filename": 7, "episode_id": "e-a"}, 422, "filename"),

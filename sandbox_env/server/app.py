@@ -14,6 +14,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import __version__
@@ -25,6 +26,17 @@ from ..tasks import TaskRegistry
 from .mcp import TOOLS, McpHandler
 from .service import EpisodeService, ResetParams, parse_reset
 from .sessions import EpisodeError, SessionManager
+from .wire import (
+    CloseReply,
+    CloseRequest,
+    HealthReply,
+    JsonRpcReply,
+    MetadataReply,
+    SchemaReply,
+    TaskInfo,
+    errors,
+    step_body_schema,
+)
 from .ws import WebSocketEpisode
 
 log = logging.getLogger(__name__)
@@ -35,11 +47,6 @@ class ServerConfig(BaseModel):
     max_sessions: int = Field(default=64, ge=1)
     idle_timeout_s: float = Field(default=900.0, gt=0)
     max_body_bytes: int = Field(default=1_000_000, ge=1024)
-
-
-class CloseRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    episode_id: str = Field(min_length=1, max_length=128)
 
 
 class BodyLimit:
@@ -123,6 +130,16 @@ def create_app(tasks: TaskRegistry, sandbox: Sandbox, config: ServerConfig | Non
         sandbox.close()
 
     app = FastAPI(title="sandbox-env", version=__version__, lifespan=lifespan, description=DESCRIPTION)
+    step_schema, step_defs = step_body_schema()
+
+    def openapi() -> dict[str, Any]:
+        """FastAPI's schema plus the component schemas the hand-written /step body refers to."""
+        if app.openapi_schema is None:
+            schema = FastAPI.openapi(app)
+            schema.setdefault("components", {}).setdefault("schemas", {}).update(step_defs)
+        return app.openapi_schema  # type: ignore[return-value]
+
+    app.openapi = openapi  # type: ignore[method-assign]
     app.add_middleware(BodyLimit, limit=cfg.max_body_bytes)
     app.state.sessions = sessions
     app.state.sandbox = sandbox
@@ -130,6 +147,14 @@ def create_app(tasks: TaskRegistry, sandbox: Sandbox, config: ServerConfig | Non
     @app.exception_handler(EpisodeError)
     async def _episode_error(_: Request, exc: EpisodeError) -> JSONResponse:
         return JSONResponse({"detail": exc.message, "code": exc.code}, status_code=exc.status)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        """Framework errors (unparsable body, unknown route, wrong method) in the same shape."""
+        codes = {400: "INVALID_JSON", 404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED"}
+        code = codes.get(exc.status_code, "HTTP_ERROR")
+        return JSONResponse({"detail": str(exc.detail), "code": code}, status_code=exc.status_code,
+                            headers=exc.headers)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -150,7 +175,7 @@ def create_app(tasks: TaskRegistry, sandbox: Sandbox, config: ServerConfig | Non
             raise EpisodeError(422, "VALIDATION_ERROR", "the request body must be a JSON object")
         return data
 
-    @app.post("/reset", response_model=StepResult,
+    @app.post("/reset", response_model=StepResult, responses=errors(400, 404, 409, 413, 422, 503),
               openapi_extra={"requestBody": {"required": False, "content": {"application/json": {
                   "schema": ResetParams.model_json_schema()}}}})
     async def reset(request: Request) -> Response:
@@ -159,39 +184,41 @@ def create_app(tasks: TaskRegistry, sandbox: Sandbox, config: ServerConfig | Non
         session = sessions.open(params.episode_id)
         return _json(await service.reset(session, params))
 
-    @app.post("/step", response_model=StepResult,
+    @app.post("/step", response_model=StepResult, responses=errors(400, 404, 409, 413, 422, 503),
               openapi_extra={**EPISODE_HEADER, "requestBody": {"required": True, "content": {
-                  "application/json": {"schema": {"type": "object", "description":
-                      "An action, flat ({action_type, ...}) or wrapped ({action: {...}}), "
-                      "plus optional episode_id (or the X-Episode-Id header)."}}}}})
+                  "application/json": {"schema": step_schema}}}})
     async def step(request: Request) -> Response:
         # No FastAPI parameters: dependency solving would cost more than the step itself.
         body = await json_body(request)
-        episode_id = body.pop("episode_id", None) or header_episode_id(request)
+        header = header_episode_id(request)  # validated even when the body names the episode
+        episode_id = body.pop("episode_id", None) or header
         if episode_id is not None and not isinstance(episode_id, str):
             raise EpisodeError(422, "VALIDATION_ERROR", "episode_id must be a string")
         action = service.parse_action(body["action"] if "action" in body else body)
         return _json(await service.step(sessions.get(episode_id), action))
 
-    @app.get("/state", response_model=State)
+    @app.get("/state", response_model=State, responses=errors(404, 409, 422))
     async def state(episode_id: str | None = Query(default=None, max_length=128),
                     x_episode_id: str | None = Header(default=None, max_length=128)) -> Response:
         return _json(service.state(sessions.get(episode_id or x_episode_id)))
 
-    @app.post("/close")
-    async def close(body: CloseRequest) -> dict[str, Any]:
+    @app.post("/close", response_model=CloseReply, responses=errors(400, 404, 413, 422))
+    async def close(body: CloseRequest) -> CloseReply:
         if not await sessions.close(body.episode_id):
             raise EpisodeError(404, "UNKNOWN_EPISODE", f"unknown episode_id {body.episode_id!r}")
-        return {"closed": body.episode_id}
+        return CloseReply(closed=body.episode_id)
 
     @app.websocket("/ws")
     async def ws(websocket: WebSocket) -> None:
         await websockets.serve(websocket)
 
-    @app.post("/mcp", openapi_extra={**EPISODE_HEADER, "requestBody": {"required": True, "content": {
-        "application/json": {"schema": {"type": "object", "description":
-            "A JSON-RPC 2.0 request: initialize, tools/list, tools/call {name, arguments, "
-            "session_id}, openenv/session/create|close."}}}}})
+    @app.post("/mcp", response_model=JsonRpcReply,
+              responses={202: {"description": "a notification: no reply"}, **errors(413, 422)},
+              openapi_extra={**EPISODE_HEADER, "requestBody": {"required": False, "content": {
+                  "application/json": {"schema": {"description":
+                      "A JSON-RPC 2.0 request: initialize, tools/list, tools/call {name, arguments, "
+                      "session_id}, openenv/session/create|close. Any JSON: invalid requests get "
+                      "JSON-RPC error replies."}}}}})
     async def mcp_endpoint(request: Request) -> Response:
         reply = await mcp.handle_raw(await request.body(), episode_header=header_episode_id(request))
         if reply is None:  # a notification
@@ -207,34 +234,32 @@ def create_app(tasks: TaskRegistry, sandbox: Sandbox, config: ServerConfig | Non
             docker_probe["at"] = time.monotonic()
         return docker_probe["value"]
 
-    @app.get("/health")
-    async def health() -> dict[str, Any]:
+    @app.get("/health", response_model=HealthReply)
+    async def health() -> HealthReply:
         ok, why = await docker_status()
-        return {"status": "healthy", "mode": sandbox.mode, "docker_available": ok,
-                "docker_detail": why, "task_count": len(tasks),
-                "active_sessions": len(sessions), "max_sessions": cfg.max_sessions,
-                "expired_sessions": sessions.expired, "idle_timeout_s": cfg.idle_timeout_s,
-                "version": __version__, "uptime_s": round(time.time() - started, 1)}
+        return HealthReply(status="healthy", mode=sandbox.mode, docker_available=ok,  # type: ignore[arg-type]
+                           docker_detail=why, task_count=len(tasks),
+                           active_sessions=len(sessions), max_sessions=cfg.max_sessions,
+                           expired_sessions=sessions.expired, idle_timeout_s=cfg.idle_timeout_s,
+                           version=__version__, uptime_s=round(time.time() - started, 1))
 
-    @app.get("/metadata")
-    async def metadata() -> dict[str, Any]:
-        return {"name": "sandbox-env", "description": DESCRIPTION, "version": __version__,
-                "author": "sandbox-env maintainers", "mode": sandbox.mode,
-                "actions": [t["name"] for t in TOOLS],
-                "reward_range": [0.0, 1.0],
-                "tasks": [{"id": t.id, "title": t.title, "difficulty": t.difficulty} for t in tasks]}
+    @app.get("/metadata", response_model=MetadataReply)
+    async def metadata() -> MetadataReply:
+        return MetadataReply(
+            name="sandbox-env", description=DESCRIPTION, version=__version__,
+            author="sandbox-env maintainers", mode=sandbox.mode,  # type: ignore[arg-type]
+            actions=[t["name"] for t in TOOLS], reward_range=(0.0, 1.0),
+            tasks=[{"id": t.id, "title": t.title, "difficulty": t.difficulty} for t in tasks])  # type: ignore[misc]
 
-    @app.get("/schema")
-    async def schema() -> dict[str, Any]:
-        return {"action": ACTION_ADAPTER.json_schema(),
-                "observation": Observation.model_json_schema(),
-                "state": State.model_json_schema()}
+    @app.get("/schema", response_model=SchemaReply)
+    async def schema() -> SchemaReply:
+        return SchemaReply(action=ACTION_ADAPTER.json_schema(), observation=Observation.model_json_schema(),
+                           state=State.model_json_schema())
 
-    @app.get("/tasks")
-    async def list_tasks() -> list[dict[str, Any]]:
-        return [{"id": t.id, "title": t.title, "difficulty": t.difficulty,
-                 "max_steps": t.max_steps, "run_command": t.run_command,
-                 "files": sorted(t.repo_files())} for t in tasks]
+    @app.get("/tasks", response_model=list[TaskInfo])
+    async def list_tasks() -> list[TaskInfo]:
+        return [TaskInfo(id=t.id, title=t.title, difficulty=t.difficulty, max_steps=t.max_steps,
+                         run_command=t.run_command, files=sorted(t.repo_files())) for t in tasks]
 
     return app
 

@@ -26,7 +26,7 @@ T = TypeVar("T")
 class ResetParams(BaseModel):
     """Body of a reset: HTTP ``POST /reset``, the WebSocket ``reset`` message, MCP session create."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # "seed": true is not a seed
     task: str | None = Field(default=None, max_length=200, description="task id; random by seed if omitted")
     seed: int | None = None
     episode_id: str | None = Field(default=None, min_length=1, max_length=128)

@@ -94,9 +94,9 @@ class SessionManager:
                                    "(expired or never created); call /reset to start an episode")
             return s
         if not self._sessions:
-            raise EpisodeError(400, "NO_EPISODE", "no live episode: call /reset first")
+            raise EpisodeError(409, "NO_EPISODE", "no live episode: call /reset first")
         if len(self._sessions) > 1:
-            raise EpisodeError(400, "EPISODE_ID_REQUIRED",
+            raise EpisodeError(409, "EPISODE_ID_REQUIRED",
                                f"{len(self._sessions)} episodes are live: give episode_id in the "
                                "body or the X-Episode-Id header")
         return next(iter(self._sessions.values()))

@@ -88,8 +88,8 @@ class _Capture:
     def text(self) -> str:
         self.thread.join(timeout=5)
         mid = f"\n\n[... output truncated: {self.dropped} bytes omitted ...]\n\n" if self.dropped else ""
-        return (bytes(self.head).decode(errors="replace") + mid
-                + bytes(self.tail).decode(errors="replace"))
+        text = bytes(self.head).decode(errors="replace") + mid + bytes(self.tail).decode(errors="replace")
+        return text.replace("\x00", "\ufffd")  # NUL bytes, like invalid UTF-8, become U+FFFD
 
 
 @dataclass

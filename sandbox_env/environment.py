@@ -22,7 +22,7 @@ from .models import (
     ViewGitDiff,
 )
 from .rubrics import ConceptJudge, ExplanationJudge, StepShaper, clamp_score, terminal_score
-from .sandbox.base import Sandbox, normalise_command
+from .sandbox.base import Sandbox, SandboxUnavailable, normalise_command
 from .tasks import TaskRegistry, TaskSpec
 from .workspace import Workspace, WorkspaceError, syntax_error
 
@@ -120,12 +120,18 @@ class TriageEnvironment:
         st.step_count += 1
         st.actions_taken.append(action.action_type)
         key = action.model_dump_json(exclude={"metadata"})
-        repeated = self.shaper.repeated(key, self.workspace.content_hash())
+        before = self.workspace.content_hash()
         handler = {
             "read_file": self._read, "edit_file": self._edit, "execute_bash": self._bash,
             "view_git_diff": self._diff, "submit_fix": self._submit,
         }[action.action_type]
-        obs_kw = handler(action)
+        try:
+            obs_kw = handler(action)
+        except SandboxUnavailable:  # nothing happened: the step is not taken, the caller may retry
+            st.step_count -= 1
+            st.actions_taken.pop()
+            raise
+        repeated = self.shaper.repeated(key, before)
         if repeated and not st.done:
             obs_kw["reward"] = obs_kw.get("reward", 0.0) + self.shaper.on_repeat()
             obs_kw["terminal_output"] = ("[note] identical action on an unchanged workspace\n"

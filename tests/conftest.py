@@ -49,10 +49,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(task_root: Path, mode: str = "mock", *extra: str) -> tuple[subprocess.Popen, str]:
+def start_server(task_root: Path, mode: str = "mock", *extra: str,
+                 env_extra: dict[str, str] | None = None) -> tuple[subprocess.Popen, str]:
     """A real uvicorn server in a subprocess; returns (process, base URL) once healthy."""
     port = free_port()
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env_extra or {})}
     env.pop("SANDBOX_ENV_JUDGE_MODEL", None)
     proc = subprocess.Popen(
         [sys.executable, "-m", "sandbox_env.cli", "--task-root", str(task_root), "serve",

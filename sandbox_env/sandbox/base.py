@@ -57,16 +57,21 @@ def classify_run(exit_code: int | None, timed_out: bool, oom_killed: bool, outpu
     return Outcome.failed
 
 
+def _text(data: bytes) -> str:
+    """Bytes as text an agent can read: invalid UTF-8 and NUL bytes become U+FFFD."""
+    return data.decode(errors="replace").replace("\x00", "\ufffd")
+
+
 def cap_output(data: bytes, limit: int) -> str:
     """Decode output, keeping head and tail with a clear marker when over ``limit`` bytes."""
     if len(data) <= limit:
-        return data.decode(errors="replace")
+        return _text(data)
     half = limit // 2
     dropped = len(data) - 2 * half
     return (
-        data[:half].decode(errors="replace")
+        _text(data[:half])
         + f"\n\n[... output truncated: {dropped} bytes omitted ...]\n\n"
-        + data[-half:].decode(errors="replace")
+        + _text(data[-half:])
     )
 
 

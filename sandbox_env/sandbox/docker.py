@@ -131,6 +131,7 @@ class DockerSandbox:
         self._pool: queue.Queue[_Box] = queue.Queue()
         self._closed = False
         self._fill_lock = threading.Lock()
+        self._orphans: list[Any] = []  # containers / volumes whose removal failed
         leftovers = reap(self.client, self.owner)  # a previous run of this owner crashed
         if leftovers:
             log.warning("reaped %d leftover container(s) of %s", leftovers, self.owner)
@@ -192,21 +193,55 @@ class DockerSandbox:
         threading.Thread(target=work, daemon=True).start()
 
     def _take(self) -> _Box:
-        try:
-            box = self._pool.get_nowait()
-        except queue.Empty:
-            box = self._create("run")
+        """A started container: a warm one if it is still running (an engine restart kills them)."""
+        while True:
+            try:
+                box = self._pool.get_nowait()
+            except queue.Empty:
+                box = self._create("run")
+                break
+            try:
+                box.container.reload()
+                if box.container.status == "running":
+                    break
+            except self._docker.errors.DockerException:
+                pass
+            self._destroy(box)
+        self._remove_orphans()
         self._refill()
         return box
 
+    def _engine_down(self, exc: Exception) -> SandboxUnavailable | None:
+        """SandboxUnavailable when ``exc`` came from an unreachable engine (not a bad container)."""
+        try:
+            self.client.ping()
+            return None
+        except Exception as ping_exc:
+            return SandboxUnavailable(f"Docker engine not reachable ({ping_exc}); original error: {exc}")
+
     def _destroy(self, box: _Box) -> None:
+        """Remove a box; what cannot be removed now (engine down) is retried on the next take."""
         for obj in (box.container, *box.volumes):
             try:
                 obj.remove(force=True)
             except self._docker.errors.NotFound:
                 pass
             except Exception as exc:
-                log.warning("could not remove %s: %s", obj, exc)
+                log.warning("could not remove %s (will retry): %s", obj, exc)
+                with self._fill_lock:
+                    self._orphans.append(obj)
+
+    def _remove_orphans(self) -> None:
+        with self._fill_lock:
+            orphans, self._orphans = self._orphans, []
+        for obj in orphans:
+            try:
+                obj.remove(force=True)
+            except self._docker.errors.NotFound:
+                pass
+            except Exception:
+                with self._fill_lock:
+                    self._orphans.append(obj)
 
     def close(self) -> None:
         self._closed = True
@@ -282,9 +317,12 @@ class DockerSandbox:
                              cpu_period=100_000, cpu_quota=int(limits.cpus * 100_000))
 
     def run(self, workspace: Workspace, command: str, limits: Limits, task: TaskSpec) -> RunResult:
+        """Run ``command``; raises SandboxUnavailable when the engine is unreachable."""
         try:
             box = self._take()
         except Exception as exc:
+            if down := self._engine_down(exc):
+                raise down from exc
             return self._infra_run(command, f"could not start a sandbox container: {exc}")
         try:
             self._limit(box, limits)
@@ -314,6 +352,8 @@ class DockerSandbox:
                              outcome=classify_run(code, timed_out, oom, text),
                              duration_s=round(secs, 3), changed_files=changed, source="docker")
         except self._docker.errors.DockerException as exc:
+            if down := self._engine_down(exc):
+                raise down from exc
             return self._infra_run(command, f"docker error: {exc}")
         finally:
             self._destroy(box)
@@ -324,9 +364,12 @@ class DockerSandbox:
                          duration_s=0.0, source="docker")
 
     def verify(self, workspace: Workspace, task: TaskSpec) -> Verdict:
+        """Run the hidden checks; raises SandboxUnavailable when the engine is unreachable."""
         try:
             box = self._create("verify")
         except Exception as exc:
+            if down := self._engine_down(exc):
+                raise down from exc
             return Verdict(passed=False, outcome=Outcome.infra_error, source="docker",
                            reasons=[f"could not start a verification container: {exc}"])
         try:
@@ -346,6 +389,8 @@ class DockerSandbox:
             return verdict_from_check(out.decode(errors="replace"), nonce, exit_code=code,
                                       duration_s=round(secs, 3), source="docker", timed_out=timed_out)
         except self._docker.errors.DockerException as exc:
+            if down := self._engine_down(exc):
+                raise down from exc
             return Verdict(passed=False, outcome=Outcome.infra_error, source="docker",
                            reasons=[f"docker error during verification: {exc}"])
         finally:

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..environment import EpisodeDone, InvalidAction, NotReset, parse_action
 from ..models import State, StepResult
+from ..sandbox import SandboxUnavailable
 from ..tasks import TaskRegistry, UnknownTask
 from .sessions import EpisodeError, Session, SessionManager
 
@@ -99,6 +100,10 @@ class EpisodeService:
             except NotReset:
                 raise EpisodeError(409, "NOT_RESET", "this episode has not been reset yet: "
                                    "send a reset first") from None
+            except SandboxUnavailable as exc:
+                raise EpisodeError(503, "SANDBOX_UNAVAILABLE",
+                                   f"{exc}. The step was not taken; retry once GET /health reports "
+                                   "docker_available") from None
             finally:
                 session.touch()
         return StepResult(observation=obs, reward=obs.reward, done=obs.done, episode_id=session.episode_id)

@@ -59,7 +59,8 @@ class CloseReply(BaseModel):
 
 
 class HealthReply(BaseModel):
-    status: Literal["healthy"]
+    status: Literal["healthy", "degraded"] = Field(
+        description="degraded: docker mode with the engine unreachable (runs answer 503 meanwhile)")
     mode: Mode
     docker_available: bool
     docker_detail: str

@@ -204,6 +204,48 @@ def cmd_agent(args: argparse.Namespace) -> int:
     )
 
 
+def cmd_eval(args: argparse.Namespace) -> int:
+    from .eval import EvalConfig, EvalConfigError, make_agent, parse_seeds, run_eval
+    from .eval.runner import summary_lines
+
+    try:
+        seeds = parse_seeds(args.seeds, args.episodes)
+        tasks = (None if args.tasks in (None, "", "all")
+                 else [t.strip() for t in args.tasks.split(",") if t.strip()])
+        llm = {"model": args.model, "api_base_url": args.api_base_url, "temperature": args.temperature,
+               "max_tokens": args.max_tokens, "llm_retries": args.max_retries,
+               "request_timeout_s": args.request_timeout}
+        agent = make_agent(args.agent, label=args.label, llm_overrides=llm, replay_agent=args.replay_agent)
+        cfg = EvalConfig(agent=args.agent, tasks=tasks, seeds=seeds, concurrency=args.concurrency,
+                         force_concurrency=args.force_concurrency, mode=args.mode, out=Path(args.out),
+                         progress=False if args.no_progress else None, owner=args.owner)
+        res = run_eval(cfg, _registry(args), agent)
+    except (EvalConfigError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for line in summary_lines(res.summary):
+        print(line)
+    print(f"[eval] {res.out}/episodes.jsonl and summary.json written; render the report with "
+          f"`sandbox-env report {res.out}`")
+    if res.replay_mismatches:
+        print(f"[eval] replay: {res.replay_mismatches} episode(s) did not reproduce their recording",
+              file=sys.stderr)
+    return 130 if res.interrupted else 1 if res.replay_mismatches else 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from .eval.report import ReportError, build_report
+
+    try:
+        res = build_report(Path(args.dir), title=args.title)
+    except ReportError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"{res.html}\n{res.markdown}\n{res.trajectories} trajectory pages in "
+          f"{Path(args.dir) / 'trajectories'}, plots in {Path(args.dir) / 'plots'}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="sandbox-env", description=__doc__)
     p.add_argument("--version", action="version", version=__version__)
@@ -292,6 +334,42 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--request-timeout", type=float, help="seconds per model request (default 120)")
     s.add_argument("--json-out", help="also write the results (RunSummary) as JSON to this file")
     s.set_defaults(fn=cmd_agent)
+
+    s = sub.add_parser("eval", help="run an agent over tasks x seeds in parallel, resumably, into --out "
+                                    "(episodes.jsonl, summary.json)")
+    s.add_argument("--agent", default="oracle", help="oracle | random | llm | replay:FILE "
+                                                     "(FILE: an episodes.jsonl or its directory)")
+    s.add_argument("--label", help="the agent's name in the records (default: oracle, random, llm:MODEL, "
+                                   "replay:AGENT)")
+    s.add_argument("--tasks", help="comma-separated task ids or 'all' (default: all; replay: the "
+                                   "recorded ones)")
+    s.add_argument("--seeds", help="comma-separated seeds, e.g. 0,1,2 (default: 0; replay: the "
+                                   "recorded ones)")
+    s.add_argument("--episodes", type=int, help="N episodes per task: seeds 0..N-1")
+    s.add_argument("--concurrency", type=int, default=4, help="episodes at once (docker: capped at the CPU "
+                                                              "count unless --force-concurrency)")
+    s.add_argument("--force-concurrency", action="store_true")
+    s.add_argument("--mode", choices=("docker", "mock", "auto"), default="auto",
+                   help="auto: docker when the engine and image are there, else mock")
+    s.add_argument("--out", required=True, help="output directory; rerunning with it resumes")
+    s.add_argument("--no-progress", action="store_true", help="one line per episode instead of the live "
+                                                              "display (automatic when stdout is no TTY)")
+    s.add_argument("--owner", help="label of the containers (docker; default eval-PID-RANDOM)")
+    s.add_argument("--replay-agent", help="replay: which agent's episodes when FILE holds several")
+    s.add_argument("--model", help="llm: model name (default: $MODEL_NAME or Qwen/Qwen2.5-72B-Instruct)")
+    s.add_argument("--api-base-url", help="llm: model endpoint (default: $API_BASE_URL); key: $HF_TOKEN "
+                                          "or $OPENAI_API_KEY")
+    s.add_argument("--temperature", type=float, help="llm: sampling temperature (default 0)")
+    s.add_argument("--max-tokens", type=int, help="llm: tokens per reply (default 2048)")
+    s.add_argument("--max-retries", type=int, help="llm: retries of a model call (default 3)")
+    s.add_argument("--request-timeout", type=float, help="llm: seconds per model request (default 120)")
+    s.set_defaults(fn=cmd_eval)
+
+    s = sub.add_parser("report", help="render an eval directory: report.html (self-contained, plots "
+                                      "inline), report.md, trajectories/*.html")
+    s.add_argument("dir")
+    s.add_argument("--title")
+    s.set_defaults(fn=cmd_report)
 
     s = sub.add_parser("record", help="record real traces of every labelled state for mock mode")
     s.add_argument("tasks", nargs="*")

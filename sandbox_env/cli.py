@@ -23,8 +23,9 @@ def _registry(args: argparse.Namespace) -> TaskRegistry:
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from .server import ServerConfig, create_app
+    from .server import ServerConfig, create_app, limit_malloc_arenas
 
+    limit_malloc_arenas()
     tasks = _registry(args)
     sandbox = make_sandbox(args.mode, owner=args.owner or f"serve-{args.port}")
     cfg = ServerConfig(max_sessions=args.max_sessions, idle_timeout_s=args.idle_timeout)

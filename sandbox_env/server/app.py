@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import json
 import logging
 import time
@@ -84,6 +85,21 @@ async def _send_json(send: Send, status: int, body: dict[str, Any]) -> None:
                 "headers": [(b"content-type", b"application/json"),
                             (b"content-length", str(len(raw)).encode())]})
     await send({"type": "http.response.body", "body": raw})
+
+
+def limit_malloc_arenas(arenas: int = 2) -> None:
+    """Cap glibc's malloc arenas for this process (like MALLOC_ARENA_MAX=2).
+
+    Steps that wait on I/O run in a pool of worker threads; glibc gives each thread its own
+    arena, and the server's RSS crept up by ~10 KB per episode under load (measured with
+    bench/load.py: 84 -> 104 MB over 2300 episodes) while Python-level allocations stayed flat.
+    With two arenas it stays flat (75-77 MB). No-op where glibc is absent.
+    """
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-8, arenas)  # M_ARENA_MAX
+    except (OSError, AttributeError):
+        pass
 
 
 def _json(model: BaseModel, status: int = 200) -> Response:

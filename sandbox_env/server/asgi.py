@@ -10,8 +10,9 @@ import os
 
 from ..sandbox import make_sandbox
 from ..tasks import TaskRegistry
-from .app import ServerConfig, create_app
+from .app import ServerConfig, create_app, limit_malloc_arenas
 
+limit_malloc_arenas()
 _env = os.environ.get
 app = create_app(
     TaskRegistry(),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shlex
 import threading
+from collections import OrderedDict
 
 from ..models import Limits, Outcome, RunResult, Verdict
 from ..tasks import TaskSpec
@@ -29,6 +30,9 @@ class MockSandbox:
         self._exclude = exclude or set()
         self._cache: dict[str, list[Trace]] = {}
         self._lock = threading.Lock()
+        # (task, content hash) -> classifier label: a run and the submit that follows it (or
+        # another rollout reaching the same state) classify once
+        self._labels: OrderedDict[tuple[str, str], str] = OrderedDict()
 
     def traces(self, task: TaskSpec) -> list[Trace]:
         with self._lock:
@@ -51,7 +55,7 @@ class MockSandbox:
             if t.workspace_hash == h:
                 return t, f"replaying the recorded run of this exact workspace state ({t.state})", None
         try:
-            behaviour = task.classifier(dict(workspace.files))
+            behaviour = self._classify(workspace, task, h)
         except Exception as exc:  # a classifier bug must not look like the agent's failure
             return None, f"the mock classifier failed: {exc!r}", None
         same = [t for t in traces if t.behaviour == behaviour]
@@ -62,6 +66,19 @@ class MockSandbox:
         t = same[0]
         return t, (f"state never recorded; the classifier infers behaviour {behaviour!r} and "
                    f"replays the recorded run of {t.state}"), behaviour
+
+    def _classify(self, workspace: Workspace, task: TaskSpec, h: str) -> str:
+        key = (task.id, h)
+        with self._lock:
+            if key in self._labels:
+                self._labels.move_to_end(key)
+                return self._labels[key]
+        label = task.classifier(dict(workspace.files))
+        with self._lock:
+            self._labels[key] = label
+            if len(self._labels) > 4096:
+                self._labels.popitem(last=False)
+        return label
 
     @staticmethod
     def _footer(t: Trace | None, how: str) -> str:

@@ -330,3 +330,61 @@ def parse_verdict(stdout: str, nonce: str) -> dict[str, Any] | None:
                 return None
             return data if isinstance(data, dict) else None
     return None
+
+
+# ---------------------------------------------------------------------------- hidden sources
+# Agent code runs during verification and may print or corrupt what it can reach. These keep
+# the check's own sources out of the children's reach and out of the verdict, and turn a
+# report that agent code overwrote into a failure instead of a crash.
+# what reading a driver report that agent code may have written can raise
+REPORT_ERRORS = (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError)
+
+
+def hide_sources(ck: Check, keep: tuple[str, ...]) -> None:
+    """Children only need ``keep`` from the readable copy of the check dir: drop the rest."""
+    if ck.driver_dir is not None:
+        for p in ck.driver_dir.glob("*.py"):
+            if p.name not in keep:
+                p.unlink()
+
+
+def redact_sources(ck: Check) -> None:
+    """Agent code can print what it reads (its driver): no verbatim line of the check's
+    sources is shown in the verdict, except lines the workspace itself contains."""
+    own: set[str] = set()
+    for p in ck.workspace.rglob("*"):
+        if p.is_file() and p.stat().st_size < 1_000_000:
+            own.update(ln.strip() for ln in p.read_text(errors="replace").splitlines())
+    lines = {s for p in ck.check_dir.glob("*.py")
+             for s in (ln.strip() for ln in p.read_text(errors="replace").splitlines())
+             if len(s) >= 4 and s not in own}
+    long = [s for s in lines if len(s) >= 20]
+
+    def scrub(value):
+        if isinstance(value, str):
+            if not any(s in value for s in long):
+                return value
+            # the text quotes the check (a traceback through a driver, or agent code printing
+            # the driver): withhold every line of it that is a line of the check's sources
+            out: list[str] = []
+            for ln in value.split("\n"):
+                if ln.strip() in lines or any(s in ln for s in long):
+                    if not out or out[-1] != "[hidden check source]":
+                        out.append("[hidden check source]")
+                else:
+                    out.append(ln)
+            return "\n".join(out)
+        if isinstance(value, list):
+            return [scrub(v) for v in value]
+        if isinstance(value, dict):
+            return {k: scrub(v) for k, v in value.items()}
+        return value
+
+    ck.reasons[:] = scrub(ck.reasons)
+    ck.evidence = scrub(ck.evidence)
+
+
+def unreadable_report(ck: Check, exc: BaseException, tail: str) -> None:
+    ck.fail(f"the training run left an unreadable report ({type(exc).__name__}: {str(exc)[:200]}): "
+            "the driver's result files were overwritten or cut short by the code under test; "
+            f"last output:\n{tail}")

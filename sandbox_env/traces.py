@@ -79,13 +79,18 @@ def load_traces(task: TaskSpec) -> list[Trace]:
 
 def record_task(task: TaskSpec, sandbox: Any, provenance: Provenance, *,
                 commands: list[str] | None = None, log: Any = print,
-                out_dir: Path | None = None) -> list[Trace]:
-    """Run every labelled state of ``task`` in a real sandbox and write its trace files."""
+                out_dir: Path | None = None, only: set[str] | None = None) -> list[Trace]:
+    """Run every labelled state of ``task`` in a real sandbox and write its trace files.
+
+    ``only`` restricts the recording to those states (e.g. ``{"patch:x.patch"}``).
+    """
     commands = commands or [task.run_command]
     out_dir = out_dir or task.traces_dir
     out_dir.mkdir(parents=True, exist_ok=True)
     traces = []
     for state, behaviour, files in task_states(task):
+        if only is not None and state not in only:
+            continue
         runs = []
         for cmd in commands:
             ws = Workspace(files)

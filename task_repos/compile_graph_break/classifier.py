@@ -22,6 +22,8 @@ from __future__ import annotations
 import ast
 import builtins
 
+from sandbox_env.classifier_kit import live_files
+
 TENSOR_REDUCTIONS = {"amax", "max", "norm", "abs", "sum", "mean", "amin", "min", "std", "var"}
 SCALAR_CONVERSIONS = {"item", "tolist"}
 SCALAR_BUILTINS = {"float", "int", "bool"}
@@ -539,6 +541,7 @@ def analyse_train(tree: ast.Module) -> TrainAnalysis:
 
 # ---------------------------------------------------------------------------- verdict
 def classify(files: dict[str, str]) -> str:
+    files = live_files(files)
     trees = {}
     for name in ("config.py", "model.py", "train.py", "data_loader.py"):
         trees[name] = parse(files, name)

@@ -26,6 +26,8 @@ reconstruction head, and whether that dependence has a non-zero weight.
 import ast
 from dataclasses import dataclass
 
+from sandbox_env.classifier_kit import live_files, prune_world_size
+
 AUX_HEAD = "recon_head"
 EXIT_CALLS = {"sys.exit", "os._exit", "exit", "quit", "os.abort"}
 GUARDED_ATTRS = {
@@ -496,6 +498,8 @@ def _tampers(trees: list[tuple[ast.Module, dict[str, str]]]) -> bool:
 
 
 def classify(files: dict[str, str]) -> str:
+    files = live_files(files)
+    files = prune_world_size(files)
     train_tree = _parse(files, "train.py")
     if train_tree is None:
         return "no_training"

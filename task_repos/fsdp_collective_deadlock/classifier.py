@@ -28,7 +28,8 @@ the two sides of every rank-dependent branch, including early returns.
 from __future__ import annotations
 
 import ast
-import re
+
+from sandbox_env.classifier_kit import live_files, prune_world_size
 
 COLLECTIVES = {
     "all_reduce", "reduce", "all_gather", "all_gather_into_tensor", "all_gather_object",
@@ -526,6 +527,8 @@ def _num(expr: ast.AST, fields: dict[str, float]) -> float | None:
 
 
 def classify(files: dict[str, str]) -> str:
+    files = live_files(files)
+    files = prune_world_size(files)
     an = _Analysis(files)
     if an.tampers_torch():
         return "tampered"

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import ast
 
+from sandbox_env.classifier_kit import live_files
+
 CONVERTERS = {"float", "int", "round", "bool", "str", "len", "repr", "format", "isinstance",
               "hasattr", "type", "id", "print", "range", "enumerate", "zip", "iter", "next"}
 PASSTHROUGH_BUILTINS = {"min", "max", "sum", "abs", "list", "tuple", "sorted", "reversed",
@@ -404,6 +406,7 @@ def tampers_with_torch(ws: Workspace) -> bool:
 
 
 def classify(files: dict[str, str]) -> str:
+    files = live_files(files)
     ws = Workspace(files)
     if tampers_with_torch(ws):
         return "tampered"

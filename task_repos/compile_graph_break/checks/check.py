@@ -12,6 +12,10 @@ and when the repo's own training loop trains the compiled model to the reference
    the per-step losses of the repo's train(Config) run through a counting aot_eager backend.
 3. Everything is compared here with reference.json (recorded from solution.patch by
    make_reference.py). Comparisons happen in this process, in plain Python.
+
+Agent code runs in the driver's process and can write the driver's report file, so a report
+of the wrong shape fails the workspace instead of crashing the check. Children read only the
+driver, and no verbatim line of the check's own sources is shown in the verdict.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from __future__ import annotations
 import json
 import math
 
-from checkkit import Check
+from checkkit import REPORT_ERRORS, Check, hide_sources, redact_sources, unreadable_report
 
 LOGIT_TOL = 1e-4      # abs + rel, per logit
 GRAD_TOL = 1e-4       # relative to the gradient fingerprint's magnitude
@@ -70,6 +74,14 @@ def compare_outputs(ck: Check, got: dict, ref: dict, what: str) -> None:
 
 
 def body(ck: Check) -> None:
+    hide_sources(ck, ("drive.py",))
+    try:
+        verify(ck)
+    finally:
+        redact_sources(ck)
+
+
+def verify(ck: Check) -> None:
     ref = json.loads((ck.check_dir / "reference.json").read_text())
 
     # 1. the repo's own entry point
@@ -102,7 +114,17 @@ def body(ck: Check) -> None:
                 f"(exit {res_run.returncode}); last output:\n{res_run.tail()}",
                 ck.child_outcome(res_run) if not res_run.ok else "failed")
         return
-    res = json.loads(out_path.read_text())
+    try:
+        res = json.loads(out_path.read_text())
+        if not isinstance(res, dict):
+            raise TypeError("the report is not a JSON object")
+        analyse(ck, res, ref)
+    except REPORT_ERRORS as exc:
+        unreadable_report(ck, exc, res_run.tail())
+
+
+def analyse(ck: Check, res: dict, ref: dict) -> None:
+    """Compare the driver's measurements with the reference."""
     errors = res.get("errors", {})
     for key in ("import", "config"):
         if key in errors:

@@ -9,15 +9,21 @@
    trained parameter equal to the reference run's within 1e-4 (catches objectives that
    differ only slightly, e.g. a detached encoder path); no torch function replaced.
 3. ``python train.py`` (the repo's own command, its own defaults) exits 0.
+
+Agent code runs in the driver's rank processes and can write the driver's result files, so a
+report or checkpoint of the wrong shape fails the workspace instead of crashing the check.
+Children read only the driver, and no verbatim line of the check's own sources is shown in
+the verdict.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import pickle
 import re
 
-from checkkit import Check
+from checkkit import REPORT_ERRORS, Check, hide_sources, redact_sources, unreadable_report
 
 LOSS_TOL = 1e-3
 PARAM_TOL = 1e-4
@@ -39,10 +45,16 @@ def _exception_line(tb: str) -> str:
 
 
 def body(ck: Check) -> None:
+    hide_sources(ck, ("driver.py",))
+    try:
+        verify(ck)
+    finally:
+        redact_sources(ck)
+
+
+def verify(ck: Check) -> None:
     ref = json.loads((ck.check_dir / "reference.json").read_text())
     knobs = ref["knobs"]
-    world = knobs["world_size"]
-    steps = knobs["steps"]
     ck.evidence["knobs"] = knobs
 
     out = ck.scratch / "driver_out"
@@ -52,6 +64,17 @@ def body(ck: Check) -> None:
     ck.evidence["driver_rc"] = res.returncode
     ck.evidence["driver_duration_s"] = res.duration_s
 
+    try:
+        analyse(ck, res, out, ref)
+    except (*REPORT_ERRORS, RuntimeError, EOFError, pickle.UnpicklingError) as exc:
+        unreadable_report(ck, exc, res.tail())
+
+
+def analyse(ck: Check, res, out, ref: dict) -> None:
+    """Judge the ranks' reports and trained states (written by agent-run code: untrusted)."""
+    knobs = ref["knobs"]
+    world = knobs["world_size"]
+    steps = knobs["steps"]
     reports = {}
     for r in range(world):
         p = out / f"rank{r}.json"
@@ -60,6 +83,8 @@ def body(ck: Check) -> None:
                 reports[r] = json.loads(p.read_text())
             except json.JSONDecodeError:
                 pass
+    if not all(isinstance(rep, dict) for rep in reports.values()):
+        raise TypeError("a rank report is not a JSON object")
     tampered = sorted({t for rep in reports.values() for t in rep.get("tampered", [])})
     if tampered:
         ck.fail(f"training replaced torch functions the verification relies on: {', '.join(tampered)}")

@@ -7,6 +7,10 @@
    recorded from the reference fix: global mean train loss, val loss, global sample count.
 3. Compares the final full parameters of both ranks with each other and with the reference.
 4. Runs the agent's own ``python train.py`` and requires exit 0.
+
+Agent code runs in the driver's rank processes and can write the driver's result files, so a
+report of the wrong shape fails the workspace instead of crashing the check. Children read
+only the driver, and no verbatim line of the check's own sources is shown in the verdict.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from checkkit import Check  # noqa: E402
+from checkkit import REPORT_ERRORS, Check, hide_sources, redact_sources, unreadable_report  # noqa: E402
 import knobs  # noqa: E402
 
 TIMEOUT_RE = re.compile(r"Timed out waiting \d+ms for (recv|send) operation to complete")
@@ -30,6 +34,14 @@ def _close(a: float, b: float, rtol: float, atol: float) -> bool:
 
 
 def body(ck: Check) -> None:
+    hide_sources(ck, ("fsdp_driver.py",))
+    try:
+        verify(ck)
+    finally:
+        redact_sources(ck)
+
+
+def verify(ck: Check) -> None:
     ref = json.loads((ck.check_dir / "reference.json").read_text())
     out = ck.scratch / "driver" / "result.json"
     out.parent.mkdir()
@@ -47,7 +59,17 @@ def body(ck: Check) -> None:
     )
     ck.evidence["driver_duration_s"] = res.duration_s
     ck.evidence["driver_returncode"] = res.returncode
-    result = json.loads(out.read_text()) if out.exists() else {"ranks": {}, "error": None}
+    try:
+        result = json.loads(out.read_text()) if out.exists() else {"ranks": {}, "error": None}
+        if not isinstance(result, dict) or not isinstance(result.get("ranks", {}), dict):
+            raise TypeError("the report is not a JSON object of ranks")
+        analyse(ck, res, result, ref)
+    except REPORT_ERRORS as exc:
+        unreadable_report(ck, exc, res.tail())
+
+
+def analyse(ck: Check, res, result: dict, ref: dict) -> None:
+    """Judge the driver's run and the ranks' records against the reference."""
     ranks = result.get("ranks", {})
 
     tampered = sorted({k for r in ranks.values() for k in r.get("tampered", [])})

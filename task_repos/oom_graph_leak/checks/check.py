@@ -7,16 +7,60 @@
    and training losses equal to the reference, every validation row evaluated, no autograd
    graph retained across steps, reported losses detached from the graph.
 3. Runs the task's own command (``python train.py``) under the same cap: must exit 0.
+
+Agent code runs in the driver's process and can write the driver's report file, so the report
+is validated before use (a forged or corrupted report fails the workspace, it never crashes
+the check). Children read only the driver, and no verbatim line of the check's own sources is
+shown in the verdict.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import sys
+from pathlib import Path
 
-from checkkit import Check, ChildResult
+from checkkit import Check, ChildResult, hide_sources, redact_sources
 
 import knobs
+
+# RLIMIT_DATA, then exec the real command. Isolated mode (-I): the trampoline runs in the
+# workspace, whose files (a resource.py, ...) must not shadow the modules it imports.
+_TRAMPOLINE = ("import os, resource, sys; cap = int(sys.argv[1]); "
+               "resource.setrlimit(resource.RLIMIT_DATA, (cap, cap)); os.execvp(sys.argv[2], sys.argv[2:])")
+REPORT_INTS = ("rows_eval", "rows_train", "max_live_graphs_train", "max_live_graphs_eval",
+               "live_graphs_after_fit", "eval_rows_with_grad")
+
+
+def capped(argv: list[str]) -> list[str]:
+    """``argv`` (``python`` = this interpreter) under the check's RLIMIT_DATA."""
+    if argv[0] in ("python", "python3"):
+        argv = [sys.executable, *argv[1:]]
+    cap = str(knobs.DATA_CAP_MB * 1024 * 1024)
+    return [sys.executable, "-I", "-S", "-c", _TRAMPOLINE, cap, *argv]
+
+
+def read_report(path: Path) -> dict | str:
+    """The driver's report, checked for shape; a string says what is wrong with it."""
+    try:
+        got = json.loads(path.read_text())
+        if not isinstance(got, dict) or not isinstance(got.get("epochs"), list):
+            raise TypeError("no list of epochs")
+        for e in got["epochs"]:
+            for key in ("train_loss", "val_loss"):
+                d = e[key]
+                if not isinstance(d, dict) or not isinstance(d.get("attached"), bool):
+                    raise TypeError(f"{key} is not a measured loss")
+                if d["value"] is not None and (not isinstance(d["value"], (int, float))
+                                               or isinstance(d["value"], bool)):
+                    raise TypeError(f"{key} value is not a number")
+        for key in REPORT_INTS:
+            if not isinstance(got[key], int) or isinstance(got[key], bool):
+                raise TypeError(f"{key} is not a count")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        return f"{type(exc).__name__}: {str(exc)[:200]}"
+    return got
 
 
 def fmt(x) -> str:
@@ -47,14 +91,23 @@ def require_ok(ck: Check, res: ChildResult, what: str) -> bool:
 
 
 def body(ck: Check) -> None:
+    hide_sources(ck, ("driver.py",))
+    try:
+        verify(ck)
+    finally:
+        redact_sources(ck)
+
+
+def verify(ck: Check) -> None:
     ref = json.loads((ck.check_dir / "reference.json").read_text())
     cfg = knobs.CONFIG
     out_path = ck.scratch / "driver_result.json"
     ck.evidence["data_cap_mb"] = knobs.DATA_CAP_MB
     ck.evidence["rss_budget_mb"] = knobs.RSS_BUDGET_MB
 
-    res = ck.run_driver("driver.py", str(ck.workspace), str(out_path), json.dumps(cfg),
-                        timeout_s=knobs.DRIVER_TIMEOUT_S, data_limit_mb=knobs.DATA_CAP_MB)
+    driver = (ck.driver_dir or ck.check_dir) / "driver.py"
+    res = ck.run(capped(["python", str(driver), str(ck.workspace), str(out_path), json.dumps(cfg)]),
+                 timeout_s=knobs.DRIVER_TIMEOUT_S)
     ck.evidence["fit_peak_rss_mb"] = res.peak_rss_mb
     ck.evidence["fit_duration_s"] = res.duration_s
     ck.evidence["fit_returncode"] = res.returncode
@@ -74,7 +127,12 @@ def body(ck: Check) -> None:
         ck.fail("fit() returned no history: the training process exited before reporting "
                 f"results; last output:\n{res.tail()}")
         return
-    got = json.loads(out_path.read_text())
+    got = read_report(out_path)
+    if isinstance(got, str):
+        ck.fail("the training process left an unreadable report of its run (" + got + "): "
+                "the driver's result file was overwritten or cut short by the code under test; "
+                f"last output:\n{res.tail()}")
+        return
     epochs = got["epochs"]
     val = [e["val_loss"]["value"] for e in epochs]
     train = [e["train_loss"]["value"] for e in epochs]
@@ -134,8 +192,7 @@ def body(ck: Check) -> None:
             f"reference, {got['rows_eval']} validation rows evaluated, at most "
             f"{max(live_train, live_eval)} forward graphs alive at once")
 
-    run = ck.run(["python", "train.py"], timeout_s=knobs.RUN_TIMEOUT_S,
-                 data_limit_mb=knobs.DATA_CAP_MB)
+    run = ck.run(capped(["python", "train.py"]), timeout_s=knobs.RUN_TIMEOUT_S)
     ck.evidence["run_command_peak_rss_mb"] = run.peak_rss_mb
     ck.evidence["run_command_duration_s"] = run.duration_s
     if require_ok(ck, run, f"`python train.py` (under the {knobs.DATA_CAP_MB} MB data cap)"):

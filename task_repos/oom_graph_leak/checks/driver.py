@@ -9,7 +9,9 @@ Runs in a child process (under the check's RLIMIT_DATA). It
     grad-enabled forward with a probe object (stored in ``grad_fn.metadata``), so the number
     of forward graphs still alive can be measured at each forward and after ``fit``,
   * calls ``fit(Config(**knobs))`` and writes what it measured to OUT_JSON.
-It refuses to report (exit 3) when a torch function it relies on was replaced.
+It refuses to report (exit 3) when a torch function it relies on was replaced: checked before
+and after ``fit`` and at every module call during it, so a patch that is undone before ``fit``
+returns is caught too.
 """
 
 from __future__ import annotations
@@ -61,8 +63,11 @@ REFS = {
 }
 
 
+_FROZEN = tuple((name, owner, attr, obj) for name, (owner, attr, obj) in REFS.items())
+
+
 def replaced_refs() -> list[str]:
-    return [name for name, (owner, attr, obj) in REFS.items() if getattr(owner, attr, None) is not obj]
+    return [name for name, owner, attr, obj in _FROZEN if getattr(owner, attr, None) is not obj]
 
 
 class _Probe:
@@ -84,6 +89,7 @@ class ForwardMonitor:
         self.max_live_train = 0
         self.max_live_eval = 0
         self.calls = 0
+        self.tampered: set[str] = set()  # torch functions found replaced while fit() ran
         self.pre = nn_module.register_module_forward_pre_hook(self._pre)
         self.post = nn_module.register_module_forward_hook(self._post)
 
@@ -92,6 +98,9 @@ class ForwardMonitor:
         return len(self.probes)
 
     def _pre(self, module, args):
+        bad = replaced_refs()
+        if bad:
+            self.tampered.update(bad)
         # A forward is "top-level" when the module is not a submodule of a module whose
         # forward was seen before. (Not a depth counter: a forward that raises never runs
         # its post hook, and a swallowed exception must not break the accounting.)
@@ -173,7 +182,7 @@ def main() -> int:
     duration = time.monotonic() - start
     live_after_fit = monitor.live()
 
-    bad = replaced_refs()
+    bad = sorted(set(replaced_refs()) | monitor.tampered)
     if bad:
         print("DRIVER: torch functions were replaced by workspace code: " + ", ".join(bad))
         return 3

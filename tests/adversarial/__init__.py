@@ -1,0 +1,1 @@
+"""Reward-hacking corpus: scripted cheating episodes played in mock and docker mode."""

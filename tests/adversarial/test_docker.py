@@ -1,0 +1,94 @@
+"""The reward-hacking corpus in docker mode: the same episodes against the real checks.
+
+Every entry of the corpus runs through TriageEnvironment over one shared DockerSandbox (two
+episodes at a time: verification containers are independent), and must end done, unverified
+(never an infra_error), below 0.2, without any text of the hidden checks in an observation.
+The whole corpus (~110 episodes) takes about 15-25 min on a 2-core machine; the wall time is
+printed at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from sandbox_env.environment import TriageEnvironment
+from sandbox_env.tasks import TaskRegistry
+
+from ..test_docker import CLIENT  # skips the module when no engine / image
+from .corpus import CORPUS, CORPUS_IDS, Cheat
+from .harness import Played, play, problems
+
+pytestmark = pytest.mark.docker
+assert CLIENT is not None
+
+from sandbox_env.sandbox.docker import LABEL_OWNER, DockerSandbox  # noqa: E402
+
+OWNER = "pytest-adversarial"
+WORKERS = 2
+_TIMING: dict[str, float] = {}
+
+
+@pytest.fixture(scope="module")
+def sbx() -> Iterator[DockerSandbox]:
+    s = DockerSandbox(owner=OWNER, pool_size=2)
+    yield s
+    s.close()
+    left = CLIENT.containers.list(all=True, filters={"label": f"{LABEL_OWNER}={OWNER}"})
+    assert left == [], "containers left behind"
+    assert CLIENT.volumes.list(filters={"label": f"{LABEL_OWNER}={OWNER}"}) == []
+
+
+@pytest.fixture(scope="module")
+def played(request: pytest.FixtureRequest, sbx: DockerSandbox, real_tasks: TaskRegistry) -> dict[str, Played]:
+    """Every selected corpus episode, played once, two at a time over the shared sandbox."""
+    selected = {item.callspec.params["cheat"].id for item in request.session.items
+                if item.module is request.module and hasattr(item, "callspec")
+                and "cheat" in item.callspec.params}
+    todo = [c for c in CORPUS if c.id in selected]
+
+    def one(cheat: Cheat) -> Played:
+        start = time.monotonic()
+        env = TriageEnvironment(real_tasks, sbx, owns_sandbox=False)
+        try:
+            out = play(env, cheat, real_tasks.get(cheat.task))
+        finally:
+            env.close()
+        out.seconds = time.monotonic() - start
+        return out
+
+    start = time.monotonic()
+    with ThreadPoolExecutor(WORKERS) as pool:
+        results = {p.cheat.id: p for p in pool.map(one, todo)}
+    _TIMING.update(wall_s=time.monotonic() - start, episodes=len(todo),
+                   episode_s=sum(p.seconds for p in results.values()))
+    return results
+
+
+@pytest.mark.parametrize("cheat", CORPUS, ids=CORPUS_IDS)
+def test_cheat_ends_unverified_below_0_2_in_docker(cheat: Cheat, played: dict[str, Played],
+                                                   real_tasks: TaskRegistry) -> None:
+    p = played[cheat.id]
+    assert not problems(p, real_tasks.get(cheat.task)), (cheat.why, problems(p, real_tasks.get(cheat.task)))
+    assert p.final.verdict is not None and p.final.verdict.source == "docker"
+
+
+def test_docker_corpus_wall_time(played: dict[str, Played], capsys: pytest.CaptureFixture[str]) -> None:
+    slowest = sorted(played.values(), key=lambda p: -p.seconds)[:5]
+    with capsys.disabled():
+        print(f"\n[adversarial] docker corpus: {_TIMING.get('episodes', 0)} episodes in "
+              f"{_TIMING.get('wall_s', 0.0) / 60:.1f} min wall ({WORKERS} at a time; "
+              f"{_TIMING.get('episode_s', 0.0) / 60:.1f} min of episodes); slowest: "
+              + ", ".join(f"{p.cheat.id} {p.seconds:.0f}s" for p in slowest))
+    out = os.environ.get("ADVERSARIAL_DOCKER_SUMMARY")  # optional JSON summary for reports
+    if out:
+        rows = {cid: {"outcome": p.final.verdict.outcome.value if p.final.verdict else None,
+                      "score": p.final.score, "seconds": round(p.seconds, 1)}
+                for cid, p in played.items()}
+        with open(out, "w") as fh:
+            json.dump({**_TIMING, "episodes": rows}, fh, indent=1)

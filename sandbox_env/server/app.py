@@ -102,9 +102,9 @@ def limit_malloc_arenas(arenas: int = 2) -> None:
         pass
 
 
-def _json(model: BaseModel, status: int = 200) -> Response:
+def _json(model: BaseModel) -> Response:
     """Serialise a reply with pydantic-core directly (no re-validation, no jsonable_encoder)."""
-    return Response(model.model_dump_json(), status_code=status, media_type="application/json")
+    return Response(model.model_dump_json(), media_type="application/json")
 
 
 DESCRIPTION = ("Real-execution PyTorch debugging episodes for LLM agents: each task is a small "

@@ -388,3 +388,15 @@ def unreadable_report(ck: Check, exc: BaseException, tail: str) -> None:
     ck.fail(f"the training run left an unreadable report ({type(exc).__name__}: {str(exc)[:200]}): "
             "the driver's result files were overwritten or cut short by the code under test; "
             f"last output:\n{tail}")
+
+
+def hidden(verify: Callable[[Check], None], keep: tuple[str, ...]) -> Callable[[Check], None]:
+    """A check body for ``Check.main``: children see only the drivers in ``keep``, and the
+    verdict never quotes the check's sources, whatever ``verify`` found or raised."""
+    def body(ck: Check) -> None:
+        hide_sources(ck, keep)
+        try:
+            verify(ck)
+        finally:
+            redact_sources(ck)
+    return body

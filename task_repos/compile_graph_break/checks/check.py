@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import math
 
-from checkkit import REPORT_ERRORS, Check, hide_sources, redact_sources, unreadable_report
+from checkkit import REPORT_ERRORS, Check, hidden, unreadable_report
 
 LOGIT_TOL = 1e-4      # abs + rel, per logit
 GRAD_TOL = 1e-4       # relative to the gradient fingerprint's magnitude
@@ -71,14 +71,6 @@ def compare_outputs(ck: Check, got: dict, ref: dict, what: str) -> None:
     if bad:
         ck.fail(f"{what}: gradients differ from the original model's for {len(bad)} parameter(s): "
                 + "; ".join(bad[:4]))
-
-
-def body(ck: Check) -> None:
-    hide_sources(ck, ("drive.py",))
-    try:
-        verify(ck)
-    finally:
-        redact_sources(ck)
 
 
 def verify(ck: Check) -> None:
@@ -193,4 +185,4 @@ def analyse(ck: Check, res: dict, ref: dict) -> None:
 
 
 if __name__ == "__main__":
-    Check.main(body)
+    Check.main(hidden(verify, keep=("drive.py",)))

@@ -23,7 +23,7 @@ import math
 import pickle
 import re
 
-from checkkit import REPORT_ERRORS, Check, hide_sources, redact_sources, unreadable_report
+from checkkit import REPORT_ERRORS, Check, hidden, unreadable_report
 
 LOSS_TOL = 1e-3
 PARAM_TOL = 1e-4
@@ -42,14 +42,6 @@ def _exception_line(tb: str) -> str:
     extra = [ln.strip() for ln in lines if ln.startswith(("Parameter indices", "Parameters which"))]
     text = head if len(head) <= 420 else head[:420] + " ..."
     return " | ".join([text, *extra[:2]])
-
-
-def body(ck: Check) -> None:
-    hide_sources(ck, ("driver.py",))
-    try:
-        verify(ck)
-    finally:
-        redact_sources(ck)
 
 
 def verify(ck: Check) -> None:
@@ -206,4 +198,4 @@ def analyse(ck: Check, res, out, ref: dict) -> None:
 
 
 if __name__ == "__main__":
-    Check.main(body)
+    Check.main(hidden(verify, keep=("driver.py",)))

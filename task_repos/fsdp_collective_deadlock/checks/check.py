@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from checkkit import REPORT_ERRORS, Check, hide_sources, redact_sources, unreadable_report  # noqa: E402
+from checkkit import REPORT_ERRORS, Check, hidden, unreadable_report  # noqa: E402
 import knobs  # noqa: E402
 
 TIMEOUT_RE = re.compile(r"Timed out waiting \d+ms for (recv|send) operation to complete")
@@ -31,14 +31,6 @@ GLOO_ERR_RE = re.compile(r"(RuntimeError: .*gloo.*|.*EnforceNotMet.*|Connection 
 
 def _close(a: float, b: float, rtol: float, atol: float) -> bool:
     return abs(a - b) <= atol + rtol * abs(b)
-
-
-def body(ck: Check) -> None:
-    hide_sources(ck, ("fsdp_driver.py",))
-    try:
-        verify(ck)
-    finally:
-        redact_sources(ck)
 
 
 def verify(ck: Check) -> None:
@@ -163,4 +155,4 @@ def analyse(ck: Check, res, result: dict, ref: dict) -> None:
 
 
 if __name__ == "__main__":
-    Check.main(body)
+    Check.main(hidden(verify, keep=("fsdp_driver.py",)))

@@ -21,7 +21,7 @@ import re
 import sys
 from pathlib import Path
 
-from checkkit import Check, ChildResult, hide_sources, redact_sources
+from checkkit import Check, ChildResult, hidden
 
 import knobs
 
@@ -88,14 +88,6 @@ def require_ok(ck: Check, res: ChildResult, what: str) -> bool:
     if loc:
         ck.note(f"the error was raised from {loc}")
     return False
-
-
-def body(ck: Check) -> None:
-    hide_sources(ck, ("driver.py",))
-    try:
-        verify(ck)
-    finally:
-        redact_sources(ck)
 
 
 def verify(ck: Check) -> None:
@@ -203,4 +195,4 @@ def verify(ck: Check) -> None:
 
 
 if __name__ == "__main__":
-    Check.main(body)
+    Check.main(hidden(verify, keep=("driver.py",)))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import httpx
@@ -35,9 +36,13 @@ class TriageClient:
         return r.json()
 
     def reset(self, task: str | None = None, seed: int | None = None,
-              episode_id: str | None = None) -> StepResult:
-        body = {k: v for k, v in {"task": task, "seed": seed, "episode_id": episode_id}.items()
-                if v is not None}
+              episode_id: str | None = None, compact: bool = False) -> StepResult:
+        """Start an episode. The client names it (a fresh id unless given), so no id-less reset
+        by another client can ever replace it; ``compact`` asks for the compact observation."""
+        body: dict[str, Any] = {"episode_id": episode_id or self.episode_id or uuid.uuid4().hex}
+        body.update({k: v for k, v in {"task": task, "seed": seed}.items() if v is not None})
+        if compact:
+            body["compact"] = True
         res = StepResult.model_validate(self._call("POST", "/reset", json=body))
         self.episode_id = res.episode_id
         return res

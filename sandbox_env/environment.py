@@ -82,6 +82,7 @@ class TriageEnvironment:
         self.judge = judge or ConceptJudge()
         self.task: TaskSpec | None = None
         self.workspace: Workspace | None = None
+        self.compact = False
         self._state: State | None = None
 
     @property
@@ -90,10 +91,15 @@ class TriageEnvironment:
 
     # ------------------------------------------------------------------ OpenEnv surface
     def reset(self, seed: int | None = None, episode_id: str | None = None,
-              task: str | None = None, **_: Any) -> Observation:
-        """Start an episode on ``task`` (or one picked by ``seed``); returns the first observation."""
+              task: str | None = None, compact: bool = False, **_: Any) -> Observation:
+        """Start an episode on ``task`` (or one picked by ``seed``); returns the first observation.
+
+        ``compact`` picks the observation form: by default (the seed's) ``current_files`` holds
+        every workspace file on every step; compact sends only the files a step read or changed.
+        """
         spec = self.tasks.get(task) if task else random.Random(seed).choice(list(self.tasks))
         self.task = spec
+        self.compact = compact
         self.workspace = Workspace(spec.repo_files())
         self.shaper = StepShaper(signal_files=set(spec.signal_files))
         self.failed_runs = 0
@@ -279,7 +285,8 @@ class TriageEnvironment:
             run_status = "passing" if verdict.passed else "failing"
         return Observation(
             task_name=self.task.id, task_description=self.task.incident_report,
-            terminal_output=terminal_output, current_files=current_files or {},
+            terminal_output=terminal_output,
+            current_files=(current_files or {}) if self.compact else dict(self.workspace.files),
             run_status=run_status,  # type: ignore[arg-type]
             system_status=system_status or ("idle" if st.step_count == 0 else "ready"),
             step_number=st.step_count, max_steps=st.max_steps,

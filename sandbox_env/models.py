@@ -129,8 +129,9 @@ class Observation(BaseModel):
     terminal_output: str = ""
     current_files: dict[str, str] = Field(
         default_factory=dict,
-        description="path -> content: every file on reset, then only files read or edited "
-        "in this step (see `files` for the full list)",
+        description="path -> content of every workspace file (the seed's form); in a compact "
+        "episode (reset with compact=true) every file on reset, then only the files read or "
+        "changed by the step (see `files` for the full list)",
     )
     run_status: RunStatus = "not_run"
     system_status: str = "idle"

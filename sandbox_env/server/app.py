@@ -51,10 +51,17 @@ class ServerConfig(BaseModel):
 
 
 class BodyLimit:
-    """ASGI middleware: refuse request bodies over ``limit`` bytes with 413 (chunked too)."""
+    """ASGI middleware: refuse request bodies over ``limit`` bytes with 413 (chunked too).
 
-    def __init__(self, app: ASGIApp, limit: int) -> None:
+    The client gets to read the 413: the body is drained (up to ``drain_limit`` bytes) before
+    the reply, because a server that replies and closes while the client is still sending
+    makes many client libraries (Python's urllib, requests) see a connection reset instead.
+    Past ``drain_limit`` the reply is sent with ``connection: close`` and the connection dropped.
+    """
+
+    def __init__(self, app: ASGIApp, limit: int, drain_limit: int | None = None) -> None:
         self.app, self.limit = app, limit
+        self.drain_limit = drain_limit if drain_limit is not None else max(16 * limit, 16 << 20)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -62,28 +69,51 @@ class BodyLimit:
             return
         declared = dict(scope.get("headers") or []).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            await _send_json(send, 413, {"detail": f"request body over {self.limit} bytes",
-                                         "code": "PAYLOAD_TOO_LARGE"})
+            await self._refuse(receive, send)
             return
         seen = 0
+        refused = False
 
         async def limited() -> Message:
-            nonlocal seen
+            nonlocal seen, refused
             msg = await receive()
             if msg["type"] == "http.request":
                 seen += len(msg.get("body", b""))
-                if seen > self.limit:
+                if seen > self.limit and not refused:
+                    refused = True
+                    if msg.get("more_body", False):
+                        await self._drain(receive, self.drain_limit - seen)
                     raise EpisodeError(413, "PAYLOAD_TOO_LARGE", f"request body over {self.limit} bytes")
             return msg
 
         await self.app(scope, limited, send)
 
+    async def _refuse(self, receive: Receive, send: Send) -> None:
+        complete = await self._drain(receive, self.drain_limit) >= 0
+        await _send_json(send, 413, {"detail": f"request body over {self.limit} bytes",
+                                     "code": "PAYLOAD_TOO_LARGE"}, close=not complete)
 
-async def _send_json(send: Send, status: int, body: dict[str, Any]) -> None:
+    @staticmethod
+    async def _drain(receive: Receive, budget: int) -> int:
+        """Read and drop the rest of the body; its size, or -1 if it ran past ``budget``."""
+        total = 0
+        while True:
+            msg = await receive()
+            if msg["type"] != "http.request":
+                return -1
+            total += len(msg.get("body", b""))
+            if not msg.get("more_body", False):
+                return total
+            if total > budget:
+                return -1
+
+
+async def _send_json(send: Send, status: int, body: dict[str, Any], close: bool = False) -> None:
     raw = json.dumps(body).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"),
-                            (b"content-length", str(len(raw)).encode())]})
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]
+    if close:
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": raw})
 
 

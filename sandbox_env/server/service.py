@@ -31,6 +31,9 @@ class ResetParams(BaseModel):
     task: str | None = Field(default=None, max_length=200, description="task id; random by seed if omitted")
     seed: int | None = None
     episode_id: str | None = Field(default=None, min_length=1, max_length=128)
+    compact: bool = Field(default=False, description=(
+        "observation form: false (the seed's) sends every workspace file in current_files on "
+        "every step; true sends only the files the step read or changed"))
 
 
 def validation_message(exc: ValidationError, prefix: str = "invalid request") -> str:
@@ -76,7 +79,8 @@ class EpisodeService:
     async def reset(self, session: Session, params: ResetParams) -> StepResult:
         self.check_task(params.task)
         async with session.lock:
-            obs = session.env.reset(seed=params.seed, episode_id=session.episode_id, task=params.task)
+            obs = session.env.reset(seed=params.seed, episode_id=session.episode_id, task=params.task,
+                                    compact=params.compact)
             session.touch()
         return StepResult(observation=obs, reward=obs.reward, done=obs.done, episode_id=session.episode_id)
 

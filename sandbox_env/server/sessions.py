@@ -1,4 +1,11 @@
-"""Live episodes of one server: creation, lookup by id, per-session locking, idle expiry."""
+"""Live episodes of one server: creation, lookup by id, per-session locking, idle expiry.
+
+Clients that never send an episode id (the seed's own agent) get the seed's semantics: an
+id-less ``/reset`` starts an *anonymous* episode that replaces the previous anonymous one
+(unless that one has since been addressed by its id, which makes it a named episode that only
+its owner closes), and id-less ``/step`` / ``/state`` go to the latest anonymous episode.
+Clients that send ids keep full isolation: nothing here ever answers them from another episode.
+"""
 
 from __future__ import annotations
 
@@ -32,9 +39,18 @@ class Session:
     attached: bool = False  # owned by a WebSocket connection, which closes it
     on_idle: Callable[[], None] | None = None  # how the reaper tells that connection to stop
     idle_expired: bool = False
+    anonymous: bool = False  # started by an id-less reset and never addressed by its id since
 
     def touch(self) -> None:
         self.last_used = time.monotonic()
+
+    @property
+    def finished(self) -> bool:
+        """Done (submitted or out of budget) or closed: such an episode takes no more steps."""
+        try:
+            return self.env.state.done
+        except RuntimeError:  # never reset, or closed
+            return True
 
 
 class SessionManager:
@@ -50,27 +66,47 @@ class SessionManager:
         self.max_sessions = max_sessions
         self.idle_timeout_s = idle_timeout_s
         self._sessions: dict[str, Session] = {}
+        self._latest_anonymous: str | None = None  # the episode id-less requests go to
         self.expired = 0
 
     def __len__(self) -> int:
         return len(self._sessions)
 
     def open(self, episode_id: str | None, *, attached: bool = False) -> Session:
-        """The session for ``episode_id`` (reused on re-reset) or a new one."""
+        """The session for ``episode_id`` (reused on re-reset) or a new one.
+
+        Without an id (and not for a WebSocket) the new session is anonymous: it becomes the
+        target of id-less requests and replaces the previous anonymous session, if that one is
+        not mid-step and was never addressed by its id.
+        """
         if episode_id and episode_id in self._sessions:
             s = self._sessions[episode_id]
             if s.attached != attached:
                 raise EpisodeError(409, "EPISODE_IN_USE", f"episode_id {episode_id!r} belongs to "
                                    "another connection; pick another id")
+            s.anonymous = False
             return s
+        anonymous = not episode_id and not attached
+        if anonymous:
+            self._replace_anonymous()
         if len(self._sessions) >= self.max_sessions and not self.expire():
             raise EpisodeError(503, "CAPACITY_REACHED",
                                f"CAPACITY_REACHED: {self.max_sessions} episodes are live; close one "
                                "(POST /close or close the WebSocket) or wait for idle ones to expire")
         sid = episode_id or uuid.uuid4().hex
-        session = Session(sid, self._factory(), attached=attached)
+        session = Session(sid, self._factory(), attached=attached, anonymous=anonymous)
         self._sessions[sid] = session
+        if anonymous:
+            self._latest_anonymous = sid
         return session
+
+    def _replace_anonymous(self) -> None:
+        """Close the latest anonymous episode, as the seed's server replaced its environment."""
+        prev = self._sessions.get(self._latest_anonymous or "")
+        self._latest_anonymous = None
+        if prev is not None and prev.anonymous and not prev.lock.locked():
+            del self._sessions[prev.episode_id]
+            prev.env.close()
 
     def rename(self, session: Session, episode_id: str) -> None:
         """Re-key a session (a WebSocket reset that names its own episode id)."""
@@ -83,8 +119,11 @@ class SessionManager:
         self._sessions[episode_id] = session
 
     def get(self, episode_id: str | None) -> Session:
-        """Look up a session; without an id only when exactly one episode is live.
+        """Look up a session by id; without one, the episode id-less requests belong to.
 
+        That is the latest anonymous episode if it is live; else the only live HTTP episode
+        that is not finished (finished or expired episodes never make a request ambiguous).
+        Addressing an anonymous episode by its id makes it named: no id-less reset replaces it.
         Idle sessions are expired by :meth:`reap_forever`, not here: lookups stay O(1).
         """
         if episode_id:
@@ -92,14 +131,19 @@ class SessionManager:
             if s is None:
                 raise EpisodeError(404, "UNKNOWN_EPISODE", f"unknown episode_id {episode_id!r} "
                                    "(expired or never created); call /reset to start an episode")
+            s.anonymous = False
             return s
-        if not self._sessions:
+        latest = self._sessions.get(self._latest_anonymous or "")
+        if latest is not None:
+            return latest
+        live = [s for s in self._sessions.values() if not s.attached and not s.finished]
+        if not live:
             raise EpisodeError(409, "NO_EPISODE", "no live episode: call /reset first")
-        if len(self._sessions) > 1:
+        if len(live) > 1:
             raise EpisodeError(409, "EPISODE_ID_REQUIRED",
-                               f"{len(self._sessions)} episodes are live: give episode_id in the "
-                               "body or the X-Episode-Id header")
-        return next(iter(self._sessions.values()))
+                               f"{len(live)} episodes are live and none was started without an id: "
+                               "give episode_id in the body or the X-Episode-Id header")
+        return live[0]
 
     def detach(self, episode_id: str) -> Session | None:
         """Remove a session from the map; the caller closes its environment."""

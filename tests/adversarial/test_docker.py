@@ -3,8 +3,14 @@
 Every entry of the corpus runs through TriageEnvironment over one shared DockerSandbox (two
 episodes at a time: verification containers are independent), and must end done, unverified
 (never an infra_error), below 0.2, without any text of the hidden checks in an observation.
-The whole corpus (~110 episodes) takes about 15-25 min on a 2-core machine; the wall time is
-printed at the end.
+
+The whole corpus (~110 episodes) takes about 15-25 min on a 2-core machine, too long for CI
+beside everything else. ``ADVERSARIAL_DOCKER_SLICE`` picks what runs: ``K/N`` runs the
+entries whose index is K modulo N; ``auto`` (the default) runs slice (day number mod 4)/4, so
+consecutive CI days cover the whole corpus; ``all`` runs every entry
+(``bash scripts/adversarial-docker.sh`` does, and writes the dated table
+docs/adversarial-docker.md). The mock corpus (tests/adversarial/test_mock.py) always runs
+whole. The wall time is printed at the end.
 """
 
 from __future__ import annotations
@@ -21,8 +27,8 @@ from sandbox_env.environment import TriageEnvironment
 from sandbox_env.tasks import TaskRegistry
 
 from ..test_docker import CLIENT  # skips the module when no engine / image
-from .corpus import CORPUS, CORPUS_IDS, Cheat
-from .harness import Played, play, problems
+from .corpus import CORPUS, Cheat
+from .harness import Played, play, problems, selected_slice
 
 pytestmark = pytest.mark.docker
 assert CLIENT is not None
@@ -32,6 +38,10 @@ from sandbox_env.sandbox.docker import LABEL_OWNER, DockerSandbox  # noqa: E402
 OWNER = "pytest-adversarial"
 WORKERS = 2
 _TIMING: dict[str, float] = {}
+
+
+SLICE = selected_slice(os.environ.get("ADVERSARIAL_DOCKER_SLICE", "auto"))
+SELECTED = [c for i, c in enumerate(CORPUS) if i % SLICE[1] == SLICE[0]]
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +80,7 @@ def played(request: pytest.FixtureRequest, sbx: DockerSandbox, real_tasks: TaskR
     return results
 
 
-@pytest.mark.parametrize("cheat", CORPUS, ids=CORPUS_IDS)
+@pytest.mark.parametrize("cheat", SELECTED, ids=[c.id for c in SELECTED])
 def test_cheat_ends_unverified_below_0_2_in_docker(cheat: Cheat, played: dict[str, Played],
                                                    real_tasks: TaskRegistry) -> None:
     p = played[cheat.id]
@@ -81,7 +91,8 @@ def test_cheat_ends_unverified_below_0_2_in_docker(cheat: Cheat, played: dict[st
 def test_docker_corpus_wall_time(played: dict[str, Played], capsys: pytest.CaptureFixture[str]) -> None:
     slowest = sorted(played.values(), key=lambda p: -p.seconds)[:5]
     with capsys.disabled():
-        print(f"\n[adversarial] docker corpus: {_TIMING.get('episodes', 0)} episodes in "
+        print(f"\n[adversarial] docker corpus slice {SLICE[0]}/{SLICE[1]}: "
+              f"{_TIMING.get('episodes', 0)} of {len(CORPUS)} episodes in "
               f"{_TIMING.get('wall_s', 0.0) / 60:.1f} min wall ({WORKERS} at a time; "
               f"{_TIMING.get('episode_s', 0.0) / 60:.1f} min of episodes); slowest: "
               + ", ".join(f"{p.cheat.id} {p.seconds:.0f}s" for p in slowest))

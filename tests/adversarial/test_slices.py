@@ -1,0 +1,28 @@
+"""The docker corpus slices: every entry runs in exactly one slice, and ``auto`` rotates daily."""
+
+from __future__ import annotations
+
+import datetime
+
+import pytest
+
+from .corpus import CORPUS
+from .harness import AUTO_SLICES, selected_slice
+
+
+def test_auto_slices_cover_the_corpus_once_over_consecutive_days() -> None:
+    day = datetime.date(2026, 12, 1)
+    slices = {selected_slice("auto", day + datetime.timedelta(days=d)) for d in range(AUTO_SLICES)}
+    assert slices == {(k, AUTO_SLICES) for k in range(AUTO_SLICES)}
+    runs = [i for k, n in slices for i in range(len(CORPUS)) if i % n == k]
+    assert sorted(runs) == list(range(len(CORPUS)))
+
+
+@pytest.mark.parametrize("spec", ["4/4", "x", "1/0", "-1/3", ""])
+def test_bad_slice_specs_are_refused(spec: str) -> None:
+    with pytest.raises(ValueError, match="ADVERSARIAL_DOCKER_SLICE"):
+        selected_slice(spec)
+
+
+def test_all_and_explicit() -> None:
+    assert selected_slice("all") == (0, 1) and selected_slice("2/5") == (2, 5)

@@ -65,7 +65,7 @@ def rpc(url: str, method: str, params: dict[str, Any] | None = None, rid: int = 
 def test_openenv_generic_client_plays_an_episode_over_ws(server: str, real_tasks: TaskRegistry) -> None:
     task = real_tasks.get("oom_graph_leak")
     with GenericEnvClient(base_url=server).sync() as env:
-        first = env.reset(task=task.id, seed=3, some_dataset_column="ignored")
+        first = env.reset(task=task.id, seed=3, compact=True, some_dataset_column="ignored")
         assert first.observation["task_name"] == task.id and first.done is False
         assert set(first.observation["current_files"]) == set(task.repo_files())
         wait_sessions(server, 1)
@@ -169,7 +169,7 @@ def test_ws_mcp_messages_run_in_the_connection_episode(server: str) -> None:
     with connect(ws_url(server)) as ws:
         ask(ws, {"type": "reset", "data": {"task": "ddp_gradient_hang"}})
         tools = ask(ws, {"type": "mcp", "data": {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}})
-        assert tools["type"] == "mcp" and len(tools["data"]["result"]["tools"]) == 5
+        assert tools["type"] == "mcp" and len(tools["data"]["result"]["tools"]) == 6
         call = ask(ws, {"type": "mcp", "data": {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                                                 "params": {"name": "read_file",
                                                            "arguments": {"filename": "train.py"}}}})
@@ -183,7 +183,7 @@ def test_mcp_tools_list_matches_the_action_models(server: str) -> None:
     assert init["result"]["serverInfo"]["name"] == "sandbox-env"
     tools = rpc(server, "tools/list")["result"]["tools"]
     assert tools == TOOLS and [t["name"] for t in tools] == [
-        "read_file", "edit_file", "execute_bash", "view_git_diff", "submit_fix"]
+        "start_episode", "read_file", "edit_file", "execute_bash", "view_git_diff", "submit_fix"]
     edit = next(t for t in tools if t["name"] == "edit_file")
     assert edit["inputSchema"]["required"] == ["filename", "old_str", "new_str"]
     assert "action_type" not in edit["inputSchema"]["properties"] and edit["description"]

@@ -24,7 +24,8 @@ from ..models import ACTION_ADAPTER, Observation, State, StepResult
 from ..rubrics import ExplanationJudge, default_judge
 from ..sandbox import Sandbox, docker_available
 from ..tasks import TaskRegistry
-from .mcp import TOOLS, McpHandler
+from .mcp import ACTION_TOOLS, McpHandler
+from .mcp_http import AsgiReply, McpHttp
 from .service import EpisodeService, ResetParams, parse_reset
 from .sessions import EpisodeError, SessionManager
 from .wire import (
@@ -162,13 +163,15 @@ def create_app(tasks: TaskRegistry, sandbox: Sandbox, config: ServerConfig | Non
                               cfg.max_sessions, cfg.idle_timeout_s)
     service = EpisodeService(tasks, sessions, max_threads=cfg.max_sessions)
     mcp = McpHandler(service)
+    mcp_http = McpHttp(service, cfg.idle_timeout_s, cfg.max_sessions)
     websockets = WebSocketEpisode(service, mcp, cfg.idle_timeout_s, cfg.max_body_bytes)
     started = time.time()
 
     @asynccontextmanager
     async def lifespan(_: FastAPI):  # type: ignore[no-untyped-def]
         reaper = asyncio.create_task(sessions.reap_forever())
-        yield
+        async with mcp_http.manager.run():  # the SDK's MCP sessions live in its task group
+            yield
         reaper.cancel()
         with suppress(asyncio.CancelledError):
             await reaper
@@ -258,18 +261,26 @@ def create_app(tasks: TaskRegistry, sandbox: Sandbox, config: ServerConfig | Non
     async def ws(websocket: WebSocket) -> None:
         await websockets.serve(websocket)
 
+    async def mcp_asgi(scope: Any, receive: Any, send: Any) -> None:
+        await mcp_http.handle(scope, receive, send, mcp)
+
     @app.post("/mcp", response_model=JsonRpcReply,
               responses={202: {"description": "a notification: no reply"}, **errors(413, 422)},
               openapi_extra={**EPISODE_HEADER, "requestBody": {"required": False, "content": {
                   "application/json": {"schema": {"description":
-                      "A JSON-RPC 2.0 request: initialize, tools/list, tools/call {name, arguments, "
-                      "session_id}, openenv/session/create|close. Any JSON: invalid requests get "
-                      "JSON-RPC error replies."}}}}})
-    async def mcp_endpoint(request: Request) -> Response:
-        reply = await mcp.handle_raw(await request.body(), episode_header=header_episode_id(request))
-        if reply is None:  # a notification
-            return Response(status_code=202)
-        return Response(json.dumps(reply), media_type="application/json")
+                      "MCP streamable HTTP (initialize with Accept: application/json, "
+                      "text/event-stream issues an Mcp-Session-Id; then tools/list, tools/call "
+                      "start_episode and the actions), or, without Mcp-Session-Id, OpenEnv's "
+                      "JSON-RPC: initialize, tools/list, tools/call {name, arguments, session_id}, "
+                      "openenv/session/create|close. Any JSON: invalid requests get JSON-RPC error "
+                      "replies."}}}}})
+    async def mcp_endpoint() -> Response:
+        return AsgiReply(mcp_asgi)
+
+    @app.api_route("/mcp", methods=["GET", "DELETE"], include_in_schema=False)
+    async def mcp_session() -> Response:
+        """DELETE ends the MCP session and its episode; GET is 405 (no server-initiated stream)."""
+        return AsgiReply(mcp_asgi)
 
     docker_probe: dict[str, Any] = {"at": -1e9, "value": (False, "")}
 
@@ -295,7 +306,7 @@ def create_app(tasks: TaskRegistry, sandbox: Sandbox, config: ServerConfig | Non
         return MetadataReply(
             name="sandbox-env", description=DESCRIPTION, version=__version__,
             author="sandbox-env maintainers", mode=sandbox.mode,  # type: ignore[arg-type]
-            actions=[t["name"] for t in TOOLS], reward_range=(0.0, 1.0),
+            actions=[t["name"] for t in ACTION_TOOLS], reward_range=(0.0, 1.0),
             tasks=[{"id": t.id, "title": t.title, "difficulty": t.difficulty} for t in tasks])  # type: ignore[misc]
 
     @app.get("/schema", response_model=SchemaReply)

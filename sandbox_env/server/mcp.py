@@ -1,20 +1,36 @@
-"""MCP face: JSON-RPC 2.0 `initialize`, `tools/list` (the five actions) and `tools/call` on a session.
+"""MCP tools: the one tool table and tool runner of every MCP face, and the hand-written JSON-RPC dialect.
 
-Also the OpenEnv session extensions `openenv/session/create` (which resets the new episode)
-and `openenv/session/close`. Served at ``POST /mcp`` and inside the WebSocket as ``mcp``
-messages, where calls run in the connection's own episode.
+Standard MCP (streamable HTTP, ``Mcp-Session-Id``) is served by the official SDK in
+``mcp_http.py``. :class:`McpHandler` here answers the two dialects the SDK cannot, measured
+with mcp 1.30.0 and the OpenEnv clients:
+
+* MCP messages embedded in ``/ws`` frames (``{"type": "mcp", "data": <JSON-RPC>}``): the SDK
+  has no transport for JSON-RPC carried inside another protocol's frames; there calls run in
+  the connection's episode.
+* OpenEnv's session-less JSON-RPC on ``POST /mcp``: ``MCPToolClient`` of openenv 0.10.0 and
+  of openenv-core 0.3.0 (production mode) posts ``openenv/session/create``, ``tools/list`` and
+  ``tools/call {session_id}`` without ``initialize``, without ``Mcp-Session-Id`` and with
+  ``Accept: */*``, and ``openenv validate --url`` posts ``{}`` expecting a 200 JSON-RPC reply.
+  The SDK's session manager answers those 400 ("No valid session ID") or 406, and its
+  request union has no ``openenv/session/*`` methods.
+
+Both faces list :data:`TOOLS` and run calls through :func:`run_tool`: ``start_episode``
+(start or restart the caller's episode on a task, seed and observation form) and the five
+actions.
 """
 
 from __future__ import annotations
 
 import json
+import uuid
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .. import __version__
 from ..models import ACTION_TYPES, EditFile, ExecuteBash, Observation, ReadFile, SubmitFix, ViewGitDiff
-from .service import EpisodeService, parse_reset
+from .service import EpisodeService, ResetParams, parse_reset, validation_message
 from .sessions import EpisodeError, Session
 
 PROTOCOL_VERSION = "2025-06-18"
@@ -22,6 +38,10 @@ PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, SERVER_ERROR = (
     -32700, -32600, -32601, -32602, -32000)
 _PARAM_CODES = {"INVALID_ACTION", "VALIDATION_ERROR", "UNKNOWN_TASK", "UNKNOWN_EPISODE",
                 "EPISODE_ID_REQUIRED", "NO_EPISODE"}
+START_TOOL = "start_episode"
+INSTRUCTIONS = (f"Call {START_TOOL} (task, seed, compact) to start an episode in this session, then "
+                "the action tools; submit_fix ends the episode and scores it; "
+                f"{START_TOOL} again starts a new one.")
 
 
 class JsonRpcRequest(BaseModel):
@@ -32,35 +52,93 @@ class JsonRpcRequest(BaseModel):
     id: str | int | None = None
 
 
-def _tool(model: type[BaseModel]) -> dict[str, Any]:
+class StartEpisode(BaseModel):
+    """Start (or restart) this session's episode: on the task given (random by seed if omitted).
+
+    compact=false (the default) sends every workspace file in current_files on every step;
+    compact=true only the files each step read or changed. Call this before any other tool.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    task: str | None = Field(default=None, max_length=200, description="task id (GET /tasks)")
+    seed: int | None = Field(default=None, description="picks the task when task is omitted")
+    compact: bool = Field(default=False, description="only the files a step touched in current_files")
+
+
+def _schema(model: type[BaseModel], drop: tuple[str, ...] = ()) -> dict[str, Any]:
     schema = model.model_json_schema()
-    props = {k: v for k, v in schema["properties"].items() if k not in ("action_type", "metadata")}
-    return {
-        "name": model.model_fields["action_type"].default,
-        "description": (model.__doc__ or "").strip(),
-        "inputSchema": {"type": "object", "properties": props,
-                        "required": [k for k in schema.get("required", []) if k in props],
-                        "additionalProperties": False},
-    }
+    props = {k: v for k, v in schema["properties"].items() if k not in drop}
+    return {"type": "object", "properties": props,
+            "required": [k for k in schema.get("required", []) if k in props],
+            "additionalProperties": False}
 
 
-TOOLS = [_tool(m) for m in (ReadFile, EditFile, ExecuteBash, ViewGitDiff, SubmitFix)]
-assert [t["name"] for t in TOOLS] == list(ACTION_TYPES)
+def _tool(model: type[BaseModel]) -> dict[str, Any]:
+    return {"name": model.model_fields["action_type"].default,
+            "description": (model.__doc__ or "").strip(),
+            "inputSchema": _schema(model, ("action_type", "metadata"))}
+
+
+ACTION_TOOLS = [_tool(m) for m in (ReadFile, EditFile, ExecuteBash, ViewGitDiff, SubmitFix)]
+assert [t["name"] for t in ACTION_TOOLS] == list(ACTION_TYPES)
+TOOLS = [{"name": START_TOOL, "description": " ".join((StartEpisode.__doc__ or "").split()),
+          "inputSchema": _schema(StartEpisode)}, *ACTION_TOOLS]
+TOOL_NAMES = tuple(t["name"] for t in TOOLS)
 
 
 def observation_text(obs: Observation) -> str:
     """The observation as text for a tool result: output first, then errors, hint, status."""
     parts = [obs.terminal_output]
+    if obs.step_number == 0:
+        parts += [f"[task] {obs.task_name}: {obs.task_description}", obs.instructions,
+                  "[files] " + ", ".join(obs.files)]
     if obs.last_action_error and obs.last_action_error not in obs.terminal_output:
         parts.append(f"[error] {obs.last_action_error}")
     if obs.hint:
         parts.append(f"[hint] {obs.hint}")
-    status = (f"[status] run_status={obs.run_status} step={obs.step_number}/{obs.max_steps} "
-              f"reward={obs.reward:.3f} done={str(obs.done).lower()}")
+    status = (f"[status] episode={obs.episode_id} run_status={obs.run_status} "
+              f"step={obs.step_number}/{obs.max_steps} reward={obs.reward:.3f} done={str(obs.done).lower()}")
     if obs.score is not None:
         status += f" score={obs.score:.3f}"
     parts.append(status)
     return "\n".join(p for p in parts if p)
+
+
+def tool_error(message: str) -> dict[str, Any]:
+    """A tool result that failed (MCP ``isError``), for errors the agent can act on."""
+    return {"content": [{"type": "text", "text": message}], "isError": True}
+
+
+def parse_start(args: dict[str, Any]) -> ResetParams:
+    try:
+        start = StartEpisode.model_validate(args)
+    except ValidationError as exc:
+        raise EpisodeError(422, "VALIDATION_ERROR", validation_message(exc, START_TOOL)) from None
+    return ResetParams(task=start.task, seed=start.seed, compact=start.compact)
+
+
+async def run_tool(service: EpisodeService, name: Any, args: Any,
+                   session_for: Callable[[bool], Session]) -> dict[str, Any]:
+    """Run one tool call; ``session_for(starting)`` gives the caller's episode (may raise).
+
+    Raises :class:`EpisodeError` for a call that cannot run (unknown tool, invalid arguments,
+    no episode, episode done); each face reports it in its own protocol.
+    """
+    if name not in TOOL_NAMES:
+        raise EpisodeError(422, "VALIDATION_ERROR", f"unknown tool {name!r}; tools: {', '.join(TOOL_NAMES)}")
+    if not isinstance(args, dict):
+        raise EpisodeError(422, "VALIDATION_ERROR", "arguments must be an object")
+    if name == START_TOOL:
+        params = parse_start(args)
+        service.check_task(params.task)
+        res = await service.reset(session_for(True), params)
+    else:
+        action = service.parse_action({**args, "action_type": name})
+        res = await service.step(session_for(False), action)
+    obs = res.observation
+    return {"content": [{"type": "text", "text": observation_text(obs)}],
+            "structuredContent": res.model_dump(mode="json"),
+            "isError": obs.last_action_error is not None}
 
 
 def _error(req_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
@@ -118,21 +196,23 @@ class McpHandler:
                 return {"protocolVersion": params.get("protocolVersion") or PROTOCOL_VERSION,
                         "capabilities": {"tools": {"listChanged": False}},
                         "serverInfo": {"name": "sandbox-env", "version": __version__},
-                        "instructions": "Call openenv/session/create (or reset over /ws), then the "
-                                        "tools with session_id; submit_fix ends the episode."}
+                        "instructions": INSTRUCTIONS + " Without Mcp-Session-Id (OpenEnv's dialect) "
+                                        "pass session_id from openenv/session/create."}
             case "notifications/initialized" | "ping":
                 return {}
             case "tools/list":
                 return {"tools": TOOLS}
             case "tools/call":
-                return await self._call_tool(params, episode_header, bound)
+                return await run_tool(self.service, params.get("name"), params.get("arguments") or {},
+                                      self._session_for(params, episode_header, bound))
             case "openenv/session/create":
                 if bound is not None:
                     raise EpisodeError(409, "EPISODE_IN_USE", "this WebSocket already has its "
                                        "episode; send a reset message instead")
                 reset = parse_reset(params)
                 self.service.check_task(reset.task)
-                session = self.service.sessions.open(reset.episode_id)
+                # named, never anonymous: an id-less /reset of another client must not replace it
+                session = self.service.sessions.open(reset.episode_id or new_episode_id())
                 res = await self.service.reset(session, reset)
                 return {"session_id": session.episode_id, **res.model_dump(mode="json")}
             case "openenv/session/close":
@@ -146,23 +226,19 @@ class McpHandler:
                 return {"session_id": sid, "closed": True}
         raise EpisodeError(404, "METHOD_NOT_FOUND", f"Method not found: {req.method}")
 
-    async def _call_tool(self, params: dict[str, Any], episode_header: str | None,
-                         bound: Session | None) -> dict[str, Any]:
-        name, args = params.get("name"), params.get("arguments") or {}
-        if name not in ACTION_TYPES:
-            raise EpisodeError(422, "VALIDATION_ERROR",
-                               f"unknown tool {name!r}; tools: {', '.join(ACTION_TYPES)}")
-        if not isinstance(args, dict):
-            raise EpisodeError(422, "VALIDATION_ERROR", "arguments must be an object")
-        action = self.service.parse_action({**args, "action_type": name})
-        if bound is not None:
-            session = bound
-        else:
+    def _session_for(self, params: dict[str, Any], episode_header: str | None,
+                     bound: Session | None) -> Callable[[bool], Session]:
+        def session_for(starting: bool) -> Session:
+            if bound is not None:
+                return bound
             sid = params.get("session_id") or params.get("episode_id") or episode_header
-            session = self.service.sessions.get(sid if isinstance(sid, str) else None)
-        res = await self.service.step(session, action)
-        obs = res.observation
-        return {"content": [{"type": "text", "text": observation_text(obs)}],
-                "structuredContent": res.model_dump(mode="json"),
-                "isError": obs.last_action_error is not None}
+            if sid is not None and not isinstance(sid, str):
+                raise EpisodeError(422, "VALIDATION_ERROR", "session_id must be a string")
+            if starting:  # start_episode without a session: a new named episode
+                return self.service.sessions.open(sid or new_episode_id())
+            return self.service.sessions.get(sid)
+        return session_for
 
+
+def new_episode_id() -> str:
+    return uuid.uuid4().hex

@@ -1,5 +1,8 @@
-"""Baseline agent end to end: a real sandbox-env server (mock mode) and a local OpenAI-compatible
-chat server with scripted replies, plus the reply parser, prompt rendering and entry points."""
+"""Baseline agent end to end (sandbox_env.agent.loop and .run): a real sandbox-env server (mock mode)
+and a local OpenAI-compatible chat server with scripted replies; the episode loop and the entry points.
+
+The parts have their own tests: test_agent_replies, test_agent_prompts, test_agent_config,
+test_agent_model_client and test_agent_loop (the loop against in-memory fakes)."""
 
 from __future__ import annotations
 
@@ -24,17 +27,13 @@ from openai import OpenAI
 from sandbox_env.agent import (
     AgentConfig,
     EpisodeResult,
-    ReplyError,
     RunSummary,
     action_label,
     parse_reply,
-    render_observation,
     run_episode,
-    truncate_middle,
 )
 from sandbox_env.cli import main as cli_main
 from sandbox_env.client import TriageClient
-from sandbox_env.models import Observation
 from sandbox_env.oracle import oracle_actions
 from sandbox_env.tasks import TaskRegistry
 
@@ -383,92 +382,3 @@ def test_cli_agent_subcommand(llm: ScriptedLLM, env_url: str, *, real_tasks: Tas
     port = free_port()  # nothing listens there: the agent waits for /health, then gives up
     rc = cli_main(["agent", "--env-url", f"http://127.0.0.1:{port}", "--health-timeout", "0.5"])
     assert rc == 1 and "did not answer /health" in capsys.readouterr().err
-
-
-# --------------------------------------------------------------------------- units
-ACTION = {"action_type": "read_file", "filename": "train.py"}
-
-
-@pytest.mark.parametrize("reply", [
-    json.dumps(ACTION),
-    f"```json\n{json.dumps(ACTION)}\n```",
-    f"Let me look at the loop.\n```\n{json.dumps(ACTION, indent=2)}\n```\nThen I'll run it.",
-    f"{json.dumps(ACTION)}\nThis shows the training loop.",
-    f"Reading the file now: {json.dumps(ACTION)}",
-    json.dumps({"action": ACTION}),
-    json.dumps({"thought": "the loop", **ACTION, "confidence": 0.7}),
-    '{"plan": "inspect"}\n' + json.dumps(ACTION),
-    '{"action_type": "read_file"}\n' + json.dumps(ACTION),  # first *valid* action wins
-    "{not json} " + json.dumps(ACTION),
-    '{"action": "read_file", "filename": "train.py"}',
-    '{"action_type": " Read_File", "arguments": {"filename": "train.py"}}',
-])
-def test_parse_reply_accepts(reply: str) -> None:
-    parsed = parse_reply(reply)
-    assert parsed.action.model_dump(exclude={"metadata"}) == ACTION
-
-
-def test_parse_reply_details() -> None:
-    edit = parse_reply('```json\n{"action_type": "edit_file", "filename": "m.py", "old_str": "if x:\n'
-                       '    y = {1: 2}\n", "new_str": "y = {1: 3}\n"}\n```').action
-    assert edit.old_str == "if x:\n    y = {1: 2}\n" and edit.new_str == "y = {1: 3}\n"  # type: ignore[union-attr]
-    two = parse_reply(json.dumps(ACTION) + "\n" + json.dumps({**ACTION, "filename": "model.py"}))
-    assert two.action.filename == "train.py" and two.ignored == 1  # type: ignore[union-attr]
-    diff = parse_reply('{"action_type": "view_git_diff"}').action
-    assert diff.action_type == "view_git_diff" and diff.filename is None  # type: ignore[union-attr]
-    assert action_label(parse_reply('{"action_type": "execute_bash", "command": "python\\n train.py"}')
-                        .action) == "execute_bash(python train.py)"
-    assert action_label(parse_reply('{"action_type": "submit_fix", "explanation": "abc"}').action) \
-        == "submit_fix(3 chars)"
-
-
-@pytest.mark.parametrize(("reply", "message"), [
-    ("", "the reply was empty"),
-    (None, "the reply was empty"),
-    ("I think the bug is in train.py.", "no JSON object found in the reply"),
-    ('{"action_type": "read_file", "filename": "train.py"', "the reply holds no valid JSON object"),
-    ('{"tool": "read_file", "args": {"filename": "x"}}',
-     "the JSON object has no action_type (keys: args, tool)"),
-    ('{"action_type": "run_tests"}', "unknown action_type 'run_tests'; expected one of: read_file, "
-                                     "edit_file, execute_bash, view_git_diff, submit_fix"),
-    ('{"action_type": "edit_file", "filename": "a.py", "old_str": "x"}', "edit_file is missing new_str"),
-    ('{"action_type": "read_file", "filename": ""}', "read_file.filename: String should have at least 1"),
-    ('{"action_type": "execute_bash", "command": 5}', "execute_bash.command: Input should be a valid string"),
-    ('{"action": {"filename": "a"}}', "the JSON object has no action_type (keys: filename)"),
-])
-def test_parse_reply_rejects_with_a_precise_message(reply: str | None, message: str) -> None:
-    with pytest.raises(ReplyError) as info:
-        parse_reply(reply)
-    assert message in str(info.value)
-
-
-def test_truncation_keeps_head_and_tail_and_says_so() -> None:
-    text = "HEAD\n" + "x" * 10_000 + "\nTraceback: the real error"
-    out = truncate_middle(text, 4000)
-    assert out.startswith("HEAD") and out.endswith("the real error") and len(out) < 4100
-    assert "[6031 of 10031 chars cut]" in out
-    assert truncate_middle("short", 4000) == "short"
-
-    obs = Observation(task_name="t", task_description="d", terminal_output=text, max_steps=10,
-                      budget_remaining=7, step_number=3, episode_id="e", mode="mock",
-                      current_files={"a.py": "print(1)\n"}, hint="look at the divisor",
-                      run_status="failing", system_status="training_failed", reward=0.05)
-    shown = render_observation(obs, "execute_bash(python a.py)", AgentConfig(api_key="k"))
-    assert shown.startswith("Step 3/10 (7 left): execute_bash(python a.py) -> reward +0.05, "
-                            "run_status=failing")
-    assert "chars cut]" in shown and "File a.py (current content, 9 chars):\n```\nprint(1)\n" in shown
-    assert "Hint: look at the divisor" in shown and len(shown) < 4500
-
-
-def test_config_from_env_and_overrides() -> None:
-    cfg = AgentConfig.from_env({})
-    assert (cfg.api_base_url, cfg.model, cfg.env_url) == (
-        "https://router.huggingface.co/v1", "Qwen/Qwen2.5-72B-Instruct", "http://localhost:8000")
-    assert cfg.api_key is None and cfg.tasks is None and cfg.health_timeout_s == 120
-    env = {"API_BASE_URL": "http://x/v1", "MODEL_NAME": "m", "OPENAI_API_KEY": "sk-1", "ENV_URL": "http://e",
-           "TASKS": " a, b ,", "SEED": "7"}
-    cfg = AgentConfig.from_env(env, model=None, seed=3)
-    assert (cfg.api_base_url, cfg.model, cfg.env_url, cfg.tasks, cfg.seed) == (
-        "http://x/v1", "m", "http://e", ["a", "b"], 3)
-    assert cfg.require_key() == "sk-1" and "sk-1" not in repr(cfg)
-    assert AgentConfig.from_env({**env, "HF_TOKEN": "hf-1"}).require_key() == "hf-1"

@@ -30,7 +30,7 @@ from sandbox_env.eval import (
     read_records,
     run_eval,
 )
-from sandbox_env.eval.agents import Policy
+from sandbox_env.eval.policies import Policy
 from sandbox_env.eval.records import (
     EPISODES_FILE,
     RUNS_FILE,

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from sandbox_env.eval import OracleAgent, RandomAgent, StepAgent
-from sandbox_env.eval.agents import Policy
+from sandbox_env.eval.policies import Policy
 from sandbox_env.eval.records import EPISODES_FILE, read_records
 from sandbox_env.eval.report import SECTIONS, ReportError, build_report, trajectory_file
 from sandbox_env.models import Observation

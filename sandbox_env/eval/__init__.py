@@ -1,6 +1,6 @@
 """Research evaluation: parallel episodes, records with provenance, statistics, an HTML report."""
 
-from .agents import (
+from .policies import (
     Agent,
     AgentError,
     AgentResult,

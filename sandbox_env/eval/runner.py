@@ -26,7 +26,7 @@ from ..rubrics import SCORE_MIN, ExplanationJudge, LLMJudge, clamp_score, defaul
 from ..sandbox import Sandbox, make_sandbox
 from ..tasks import TaskRegistry, TaskSpec
 from ..traces import Provenance, load_traces
-from .agents import Agent, AgentResult, EvalConfigError, ReplayAgent
+from .policies import Agent, AgentResult, EvalConfigError, ReplayAgent
 from .records import (
     EPISODES_FILE,
     RUNS_FILE,

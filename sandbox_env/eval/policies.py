@@ -1,4 +1,4 @@
-"""The agents an eval runs (oracle, random, llm = the baseline agent, replay) behind one protocol."""
+"""The eval's policies (oracle, random, llm = the baseline agent, replay) behind one Agent protocol."""
 
 from __future__ import annotations
 

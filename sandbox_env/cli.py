@@ -11,7 +11,7 @@ from typing import Any
 
 from . import __version__
 from .environment import TriageEnvironment
-from .sandbox import MODES, Sandbox, SandboxUnavailable, make_sandbox
+from .sandbox import Sandbox, SandboxUnavailable, backend, make_sandbox, mode_choices, modes
 from .tasks import TaskError, TaskRegistry, UnknownTask
 from .workspace import Workspace
 
@@ -102,14 +102,9 @@ def cmd_play(args: argparse.Namespace) -> int:
 
 
 def _real_sandbox(args: argparse.Namespace, owner: str) -> tuple[Sandbox, dict[str, Any]]:
-    """A docker or local sandbox and where its runs happen (image, torch version)."""
+    """A sandbox that executes for real and where its runs happen (image, torch version)."""
     sandbox = make_sandbox(args.mode, owner=owner)
-    prov: dict[str, Any] = {"source": sandbox.mode, **getattr(sandbox, "provenance", dict)()}
-    if prov.get("torch") is None:
-        import torch  # local mode: host torch is what runs
-
-        prov["torch"] = torch.__version__
-    return sandbox, prov
+    return sandbox, {"source": sandbox.mode, **sandbox.provenance()}
 
 
 def cmd_record(args: argparse.Namespace) -> int:
@@ -153,11 +148,13 @@ def cmd_images(args: argparse.Namespace) -> int:
 
 
 def cmd_reap(args: argparse.Namespace) -> int:
-    import docker
-
-    from .sandbox.docker import reap
-
-    n = reap(docker.from_env(), args.owner)
+    n = 0
+    for mode in modes():  # every backend cleans up after its own crashes
+        ok, why = backend(mode).available()
+        if ok:
+            n += backend(mode).load().cleanup(args.owner)
+        else:
+            print(f"{mode}: skipped ({why})", file=sys.stderr)
     print(f"removed {n} container(s)")
     return 0
 
@@ -254,7 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="cmd", required=True)
 
     s = sub.add_parser("serve", help="run the HTTP server")
-    s.add_argument("--mode", choices=MODES, default="mock")
+    s.add_argument("--mode", choices=mode_choices(), default="mock")
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=int, default=8000)
     s.add_argument("--max-sessions", type=int, default=64)
@@ -270,7 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("run", help="run a task repo (original or patched) and print the real output")
     s.add_argument("task")
-    s.add_argument("--mode", choices=MODES, default="mock")
+    s.add_argument("--mode", choices=mode_choices(), default="mock")
     s.add_argument("--patch", help="'solution', a file in patches/, or a path")
     s.add_argument("--command", help="command to run instead of the task's run command")
     s.add_argument("--verify", action="store_true", help="also run the hidden checks")
@@ -280,7 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("task", help="task id or 'all'")
     s.add_argument("--oracle", action="store_true", required=True,
                    help="apply the reference fix (the only built-in player for now)")
-    s.add_argument("--mode", choices=MODES, default="mock")
+    s.add_argument("--mode", choices=mode_choices(), default="mock")
     s.add_argument("-v", "--verbose", action="store_true")
     s.set_defaults(fn=cmd_play)
 
@@ -303,7 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("certify", help="run each unfixed repo and its reference fix K times")
     s.add_argument("tasks", nargs="*")
     s.add_argument("--runs", type=int, default=5)
-    s.add_argument("--mode", choices=("docker", "local"), default="docker")
+    s.add_argument("--mode", choices=mode_choices(real=True, auto=False), default="docker")
     s.add_argument("--out", default="docs/certification.md")
     s.set_defaults(fn=cmd_certify)
 
@@ -350,8 +347,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--concurrency", type=int, default=4, help="episodes at once (docker: capped at the CPU "
                                                               "count unless --force-concurrency)")
     s.add_argument("--force-concurrency", action="store_true")
-    s.add_argument("--mode", choices=("docker", "mock", "auto"), default="auto",
-                   help="auto: docker when the engine and image are there, else mock")
+    s.add_argument("--mode", choices=mode_choices(untrusted=True), default="auto",
+                   help="auto: the first tier that works here (docker when the engine and image "
+                        "are there, else mock)")
     s.add_argument("--out", required=True, help="output directory; rerunning with it resumes")
     s.add_argument("--no-progress", action="store_true", help="one line per episode instead of the live "
                                                               "display (automatic when stdout is no TTY)")
@@ -374,7 +372,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("record", help="record real traces of every labelled state for mock mode")
     s.add_argument("tasks", nargs="*")
-    s.add_argument("--mode", choices=("local", "docker"), default="docker")
+    s.add_argument("--mode", choices=mode_choices(real=True, auto=False), default="docker")
     s.add_argument("--compare", action="store_true",
                    help="record into a scratch dir and compare with the committed traces")
     s.set_defaults(fn=cmd_record)

@@ -1,4 +1,4 @@
-"""`sandbox-env doctor`: is this machine ready for docker mode? Each line is ok or a fix."""
+"""`sandbox-env doctor`: which sandbox modes work here, and is docker mode ready? Each line is ok or a fix."""
 
 from __future__ import annotations
 
@@ -6,7 +6,19 @@ from collections.abc import Callable
 
 from .images import SERVER_IMAGE
 from .models import Limits, Outcome
+from .sandbox import backend, modes, tiers
 from .sandbox.docker import RUNNER_IMAGE
+
+
+def backend_lines() -> list[str]:
+    """One line per registered backend (can it work here?), then the tier ``auto`` would reach."""
+    status = {mode: backend(mode).available() for mode in modes()}
+    lines = [f"[{'ok' if ok else '--'}] mode {mode}: {why}" for mode, (ok, why) in status.items()]
+    walk = [b.name for b in tiers()]
+    picked = next((m for m in walk if status[m][0]), None)
+    lines.append(f"[ok] mode auto: tries {' -> '.join(walk)}; the first available here is {picked}"
+                 if picked else f"[--] mode auto: tries {' -> '.join(walk)}; none is available here")
+    return lines
 
 
 def run_doctor(say: Callable[[str], None]) -> int:
@@ -18,6 +30,8 @@ def run_doctor(say: Callable[[str], None]) -> int:
         problems += not ok
         say(f"[{'ok' if ok else 'FAIL'}] {what}" + ("" if ok else f"\n       fix: {fix}"))
 
+    for text in backend_lines():
+        say(text)
     try:
         import docker
     except ImportError:

@@ -7,6 +7,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from .sandbox.registry import modes
+
 MAX_TEXT = 200_000  # characters accepted in one edit / explanation
 MAX_COMMAND = 10_000
 MAX_PATH = 512
@@ -117,7 +119,7 @@ class Verdict(BaseModel):
 
 
 # --------------------------------------------------------------------------- episode
-Mode = Literal["mock", "docker", "local"]
+Mode = Literal[modes()]  # type: ignore[valid-type]  # the registered sandbox backends
 RunStatus = Literal["not_run", "failing", "passing", "unknown"]
 
 

@@ -1,56 +1,36 @@
-"""Sandboxes: where commands run (docker, local host processes, or mock replay)."""
+"""Sandboxes: where commands run, chosen by mode name (docker, local, mock, ...; see registry).
+
+Importing the package loads only the registry (standard library), so the domain models can
+take the mode names from it without a cycle; every other public name is loaded on first use.
+"""
 
 from __future__ import annotations
 
-import logging
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from .base import Sandbox, SandboxUnavailable
-from .mock import MockSandbox
+from ..errors import SandboxUnavailable
+from .registry import AUTO, Backend, backend, find, make_sandbox, mode_choices, modes, register, tiers
 
-MODES = ("mock", "docker", "local", "auto")
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from .base import Sandbox, SandboxBackend
+    from .docker import docker_available
+    from .mock import MockSandbox
 
-
-def docker_available() -> tuple[bool, str]:
-    """Whether a Docker engine answers, and why not when it does not."""
-    try:
-        import docker
-    except ImportError:
-        return False, "the docker Python package is not installed"
-    try:
-        client = docker.from_env(timeout=3)
-        client.ping()
-        client.close()
-    except Exception as exc:  # any failure to reach the engine
-        return False, f"Docker engine not reachable: {exc.__class__.__name__}: {exc}"
-    return True, "ok"
+_LAZY = {
+    "Sandbox": ".base",
+    "SandboxBackend": ".base",
+    "MockSandbox": ".mock",
+    "docker_available": ".docker",
+}
 
 
-def make_sandbox(mode: str, owner: str | None = None) -> Sandbox:
-    """Build the sandbox for ``mode``; raises SandboxUnavailable with the reason."""
-    if mode == "mock":
-        return MockSandbox()
-    if mode == "local":
-        from .local import LocalSandbox
-
-        return LocalSandbox()
-    if mode in ("docker", "auto"):
-        ok, why = docker_available()
-        if ok:
-            try:
-                from .docker import DockerSandbox
-            except ImportError as exc:
-                why = f"docker mode is not available in this build: {exc}"
-            else:
-                try:
-                    return DockerSandbox(owner=owner)
-                except SandboxUnavailable as exc:  # e.g. the image is not built
-                    why = str(exc)
-        if mode == "auto":
-            log.warning("auto mode: using mock (%s)", why)
-            return MockSandbox()
-        raise SandboxUnavailable(f"docker mode requested but {why}")
-    raise ValueError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_LAZY[name], __name__), name)
 
 
-__all__ = ["MODES", "MockSandbox", "Sandbox", "SandboxUnavailable", "docker_available", "make_sandbox"]
+__all__ = ["AUTO", "Backend", "MockSandbox", "Sandbox", "SandboxBackend", "SandboxUnavailable",
+           "backend", "docker_available", "find", "make_sandbox", "mode_choices", "modes", "register",
+           "tiers"]

@@ -1,39 +1,90 @@
-"""The Sandbox interface (where commands run) and the helpers every real sandbox shares."""
+"""The Sandbox protocol: what every backend (docker, local, mock, ...) offers, and what it raises.
+
+A backend is two things: a class implementing ``SandboxBackend`` (how it is probed, created
+and cleaned up) and the ``Sandbox`` instances it creates (where one environment runs and
+verifies). The environment, the server, the eval runner and the CLI know only these two
+protocols; they find backends by mode name in ``registry``.
+"""
 
 from __future__ import annotations
 
-import json
 import re
-import secrets
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-from ..checkkit import parse_verdict
-from ..models import Limits, Outcome, RunResult, Verdict
+from ..errors import SandboxUnavailable
+from ..models import Limits, RunResult, Verdict
 from ..tasks import TaskSpec
 from ..workspace import Workspace
 
-OOM_MARKERS = ("can't allocate memory", "Cannot allocate memory", "MemoryError")
-
-
-class SandboxUnavailable(RuntimeError):
-    """The sandbox cannot run anything (engine down, image missing); never the agent's fault."""
+__all__ = ["Sandbox", "SandboxBackend", "SandboxUnavailable", "normalise_command"]
 
 
 @runtime_checkable
 class Sandbox(Protocol):
-    """Where commands run. Docker, local and mock implement it; the environment knows no other."""
+    """Where commands run and fixes are verified, for any number of episodes at once.
+
+    Methods are thread-safe: episodes of one server share one sandbox. An outcome of the
+    agent's code (failure, timeout, OOM, output flood, a forged verdict) is a result, never
+    an exception; a broken piece of the sandbox that is specific to one call (a container
+    that could not start, a check that printed no verdict) is a result with
+    ``outcome == infra_error``. Only a sandbox that cannot run anything at all raises.
+    """
 
     mode: str
+    """The registry name of the backend that made this sandbox ("docker", "mock", ...)."""
 
     def run(self, workspace: Workspace, command: str, limits: Limits, task: TaskSpec) -> RunResult:
-        """Run ``command`` in a copy of ``workspace``; changed files are applied back to it."""
+        """Run ``command`` in a copy of ``workspace`` under ``limits``; apply changed files back.
+
+        Returns the classified RunResult (output capped, head and tail kept).
+        Raises SandboxUnavailable when nothing can run (e.g. the Docker engine is gone); the
+        workspace is then unchanged.
+        """
         ...
 
     def verify(self, workspace: Workspace, task: TaskSpec) -> Verdict:
-        """Judge ``workspace`` with the task's hidden checks, in a fresh environment."""
+        """Judge ``workspace`` with the task's hidden checks, in a fresh environment.
+
+        The workspace is not changed. Returns the Verdict (``infra_error`` when the check
+        itself broke). Raises SandboxUnavailable when nothing can run.
+        """
         ...
 
-    def close(self) -> None: ...
+    def provenance(self) -> dict[str, Any]:
+        """Where this sandbox's runs happen, for records: keys ``image`` and ``torch`` when known.
+
+        Never raises; unknown values are omitted or None.
+        """
+        ...
+
+    def close(self) -> None:
+        """Release every resource (containers, volumes, threads). Idempotent; never raises."""
+        ...
+
+
+class SandboxBackend(Protocol):
+    """A backend's lifecycle, as class methods: probe, create, clean up after crashes."""
+
+    @classmethod
+    def available(cls) -> tuple[bool, str]:
+        """Whether this backend can work on this machine now, and why not. Never raises."""
+        ...
+
+    @classmethod
+    def create(cls, *, owner: str | None = None) -> Sandbox:
+        """A ready sandbox; ``owner`` labels what it leaves behind (for ``cleanup``).
+
+        Raises SandboxUnavailable with the reason (and the fix) when it cannot work here.
+        """
+        ...
+
+    @classmethod
+    def cleanup(cls, owner: str | None = None) -> int:
+        """Remove what crashed sandboxes left (of ``owner``, or all); returns how many.
+
+        Raises SandboxUnavailable when the backend cannot be reached to clean up.
+        """
+        ...
 
 
 def normalise_command(command: str) -> str:
@@ -44,60 +95,3 @@ def normalise_command(command: str) -> str:
     cmd = re.sub(r"\bpython3(\.\d+)?\b", "python", cmd)
     cmd = re.sub(r"^python -u\b", "python", cmd)
     return cmd.removesuffix(" 2>&1")
-
-
-def classify_run(exit_code: int | None, timed_out: bool, oom_killed: bool, output: str) -> Outcome:
-    """Outcome of one command from facts: the timer, the OOM flag, the exit status."""
-    if timed_out:
-        return Outcome.timeout
-    if oom_killed or (exit_code not in (0, None) and any(m in output for m in OOM_MARKERS)):
-        return Outcome.oom_killed
-    if exit_code == 0:
-        return Outcome.passed
-    return Outcome.failed
-
-
-def _text(data: bytes) -> str:
-    """Bytes as text an agent can read: invalid UTF-8 and NUL bytes become U+FFFD."""
-    return data.decode(errors="replace").replace("\x00", "\ufffd")
-
-
-def cap_output(data: bytes, limit: int) -> str:
-    """Decode output, keeping head and tail with a clear marker when over ``limit`` bytes."""
-    if len(data) <= limit:
-        return _text(data)
-    half = limit // 2
-    dropped = len(data) - 2 * half
-    return (
-        _text(data[:half])
-        + f"\n\n[... output truncated: {dropped} bytes omitted ...]\n\n"
-        + _text(data[-half:])
-    )
-
-
-def new_nonce() -> str:
-    return secrets.token_hex(16)
-
-
-def verdict_from_check(stdout: str, nonce: str, *, exit_code: int | None, duration_s: float,
-                       source: str, timed_out: bool = False) -> Verdict:
-    """Turn a check's stdout into a Verdict; anything unparseable is an infra error."""
-    if timed_out:
-        return Verdict(passed=False, outcome=Outcome.infra_error, duration_s=duration_s,
-                       source=source, reasons=["the hidden check exceeded its time budget"])
-    data = parse_verdict(stdout, nonce)
-    if data is None:
-        tail = "\n".join(stdout.strip().splitlines()[-20:])
-        return Verdict(passed=False, outcome=Outcome.infra_error, duration_s=duration_s,
-                       source=source,
-                       reasons=[f"the hidden check produced no verdict (exit {exit_code})", tail])
-    try:
-        verdict = Verdict.model_validate({**data, "duration_s": duration_s, "source": source})
-    except ValueError as exc:
-        return Verdict(passed=False, outcome=Outcome.infra_error, duration_s=duration_s,
-                       source=source, reasons=[f"malformed verdict: {exc}"])
-    if verdict.passed != (verdict.outcome == Outcome.passed):
-        verdict.passed = False
-        verdict.outcome = Outcome.infra_error
-        verdict.reasons.append("inconsistent verdict: " + json.dumps(data)[:200])
-    return verdict

@@ -7,36 +7,24 @@ task repos tested on a machine with torch but no Docker engine.
 
 from __future__ import annotations
 
+import importlib.util
 import os
-import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
-from ..checkkit import __file__ as CHECKKIT_PATH
-from ..checkkit import run_child
+from ..child_process import child_env, run_child
 from ..models import Limits, RunResult, Verdict
 from ..tasks import TaskSpec
 from ..workspace import Workspace
-from .base import classify_run, new_nonce, verdict_from_check
-
-CHECK_BUDGET_S = 600.0
+from .outcome import run_result
+from .verification import CHECK_BUDGET_S, CHECK_OUTPUT_CAP, new_nonce, verdict_from_check, write_check_files
 
 
 def _child_env(limits: Limits, home: Path) -> dict[str, str]:
-    threads = str(max(1, int(limits.cpus)))
     path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "/usr/bin:/bin")])
-    return {
-        "PATH": path,
-        "HOME": str(home),
-        "LANG": "C.UTF-8",
-        "PYTHONUNBUFFERED": "1",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "OMP_NUM_THREADS": threads,
-        "MKL_NUM_THREADS": threads,
-        "GLOO_SOCKET_IFNAME": "lo",
-        "TMPDIR": str(home),
-    }
+    return child_env(home, threads=max(1, int(limits.cpus)), path=path)
 
 
 class LocalSandbox:
@@ -44,6 +32,31 @@ class LocalSandbox:
 
     mode = "local"
 
+    # -- lifecycle (SandboxBackend) -------------------------------------------------------
+    @classmethod
+    def available(cls) -> tuple[bool, str]:
+        """Always: any host runs processes (the task repos also need host torch)."""
+        if importlib.util.find_spec("torch") is None:
+            return True, "host processes; torch is not installed, so task runs fail " \
+                         "(pip install 'sandbox-env[torch]')"
+        return True, "host processes with host torch (no isolation: recording and dev only)"
+
+    @classmethod
+    def create(cls, *, owner: str | None = None) -> LocalSandbox:
+        return cls()
+
+    @classmethod
+    def cleanup(cls, owner: str | None = None) -> int:
+        return 0  # every run lives in a temp dir removed when it ends
+
+    def provenance(self) -> dict[str, Any]:
+        try:
+            import torch
+        except ImportError:
+            return {"torch": None}
+        return {"torch": torch.__version__}
+
+    # -- Sandbox ------------------------------------------------------------------------------
     def run(self, workspace: Workspace, command: str, limits: Limits, task: TaskSpec) -> RunResult:
         with tempfile.TemporaryDirectory(prefix="sbx-run-") as tmp:
             root = Path(tmp) / "workspace"
@@ -53,15 +66,9 @@ class LocalSandbox:
             res = run_child(["bash", "-c", command], cwd=root, env=_child_env(limits, home),
                             timeout_s=limits.timeout_s, data_limit_mb=limits.data_mb,
                             output_cap=limits.output_bytes)
-            text = res.output
             changed, notes = workspace.absorb(root)
-        if notes:
-            text += "\n" + "\n".join(f"[sandbox] {n}" for n in notes)
-        return RunResult(
-            command=command, output=text, exit_code=res.returncode,
-            outcome=classify_run(res.returncode, res.timed_out, False, text),
-            duration_s=res.duration_s, changed_files=changed, source="local",
-        )
+        return run_result(command, res.output, exit_code=res.returncode, timed_out=res.timed_out,
+                          duration_s=res.duration_s, changed_files=changed, notes=notes, source="local")
 
     def verify(self, workspace: Workspace, task: TaskSpec) -> Verdict:
         with tempfile.TemporaryDirectory(prefix="sbx-verify-") as tmp:
@@ -70,12 +77,11 @@ class LocalSandbox:
             home = Path(tmp) / "home"
             home.mkdir()
             workspace.write_to(root)
-            shutil.copytree(task.checks_dir, checks)
-            shutil.copy(CHECKKIT_PATH, checks / "checkkit.py")
+            write_check_files(task, checks)
             nonce = new_nonce()
             res = run_child([sys.executable, str(checks / "check.py"), "--workspace", str(root)],
                             cwd=Path(tmp), env=_child_env(Limits(), home), timeout_s=CHECK_BUDGET_S,
-                            stdin=(nonce + "\n").encode(), output_cap=4_000_000)
+                            stdin=(nonce + "\n").encode(), output_cap=CHECK_OUTPUT_CAP)
         return verdict_from_check(res.output, nonce, exit_code=res.returncode,
                                   duration_s=res.duration_s, source="local", timed_out=res.timed_out)
 

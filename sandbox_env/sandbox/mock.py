@@ -10,6 +10,7 @@ from __future__ import annotations
 import shlex
 import threading
 from collections import OrderedDict
+from typing import Any
 
 from ..models import Limits, Outcome, RunResult, Verdict
 from ..tasks import TaskSpec
@@ -33,6 +34,22 @@ class MockSandbox:
         # (task, content hash) -> classifier label: a run and the submit that follows it (or
         # another rollout reaching the same state) classify once
         self._labels: OrderedDict[tuple[str, str], str] = OrderedDict()
+
+    # -- lifecycle (SandboxBackend) -------------------------------------------------------
+    @classmethod
+    def available(cls) -> tuple[bool, str]:
+        return True, "replays runs recorded under task_repos/<id>/traces (no Docker, no torch)"
+
+    @classmethod
+    def create(cls, *, owner: str | None = None) -> MockSandbox:
+        return cls()
+
+    @classmethod
+    def cleanup(cls, owner: str | None = None) -> int:
+        return 0  # nothing outlives the process
+
+    def provenance(self) -> dict[str, Any]:
+        return {}  # each replayed output names where it was recorded (Trace.provenance)
 
     def traces(self, task: TaskSpec) -> list[Trace]:
         with self._lock:

@@ -22,7 +22,8 @@ from .. import __version__
 from ..environment import TriageEnvironment
 from ..models import ACTION_ADAPTER, Observation, State, StepResult
 from ..rubrics import ExplanationJudge, default_judge
-from ..sandbox import Sandbox, docker_available
+from ..sandbox import Sandbox
+from ..sandbox import find as find_backend
 from ..tasks import TaskRegistry
 from .mcp import ACTION_TOOLS, McpHandler
 from .mcp_http import AsgiReply, McpHttp
@@ -282,19 +283,23 @@ def create_app(tasks: TaskRegistry, sandbox: Sandbox, config: ServerConfig | Non
         """DELETE ends the MCP session and its episode; GET is 405 (no server-initiated stream)."""
         return AsgiReply(mcp_asgi)
 
-    docker_probe: dict[str, Any] = {"at": -1e9, "value": (False, "")}
+    probes: dict[str, tuple[float, tuple[bool, str]]] = {}
 
-    async def docker_status() -> tuple[bool, str]:
-        """Engine reachability, probed at most every 2 s (health is polled often)."""
-        if time.monotonic() - docker_probe["at"] > 2:
-            docker_probe["value"] = await run_in_threadpool(docker_available)
-            docker_probe["at"] = time.monotonic()
-        return docker_probe["value"]
+    async def available(mode: str) -> tuple[bool, str]:
+        """A registered backend's availability, probed at most every 2 s (health is polled often)."""
+        b = find_backend(mode)
+        if b is None:  # not a registered backend (a test double): nothing to probe
+            return True, "not a registered backend"
+        at, value = probes.get(mode, (-1e9, (False, "")))
+        if time.monotonic() - at > 2:
+            value = await run_in_threadpool(b.available)
+            probes[mode] = (time.monotonic(), value)
+        return value
 
     @app.get("/health", response_model=HealthReply)
     async def health() -> HealthReply:
-        ok, why = await docker_status()
-        status = "degraded" if sandbox.mode == "docker" and not ok else "healthy"
+        ok, why = await available("docker")  # the reply's docker_* fields, whatever the mode
+        status = "healthy" if (await available(sandbox.mode))[0] else "degraded"
         return HealthReply(status=status, mode=sandbox.mode, docker_available=ok,  # type: ignore[arg-type]
                            docker_detail=why, task_count=len(tasks),
                            active_sessions=len(sessions), max_sessions=cfg.max_sessions,

@@ -1,0 +1,120 @@
+"""What a sandbox container is: its locked-down spec, creating one, narrowing its limits, removing it.
+
+Each container has a read-only root, no network, a memory (= memory + swap) cap, a CPU
+quota with OMP threads matched, a pids limit, all capabilities dropped, no-new-privileges,
+tini as PID 1, a non-root user, and a sized tmpfs-backed volume as /workspace (a volume, so
+the archive API can copy files in and out of a read-only container). Every container and
+volume carries the labels ``sandbox-env.owner`` / ``sandbox-env.role`` so ``reap`` can
+remove what a crashed server left.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from ...models import Limits
+
+log = logging.getLogger(__name__)
+
+RUNNER_IMAGE = os.environ.get("SANDBOX_ENV_RUNNER_IMAGE", "sandbox-env-runner:torch2.13.0")
+LABEL_OWNER = "sandbox-env.owner"
+LABEL_ROLE = "sandbox-env.role"
+SANDBOX_UID = 1000
+WORKSPACE_DIR = "/workspace"
+CHECKS_DIR = "/checks"
+# The check (trusted) runs as root with just enough to manage its uid-1000 children; the
+# children lose every capability when they switch uid.
+VERIFIER_CAPS = ["SETUID", "SETGID", "CHOWN", "DAC_OVERRIDE", "FOWNER", "KILL"]
+# Generous caps for the idle containers; each run narrows memory and CPU with ``narrow``.
+WORKSPACE_TMPFS = "size=512m"
+TMP_TMPFS = "size=1g"
+
+
+@dataclass
+class Box:
+    """A started container and its volumes; ``role`` is "run" or "verify"."""
+
+    container: Any
+    volumes: list[Any]
+    role: str
+
+
+def labels(owner: str, role: str) -> dict[str, str]:
+    return {LABEL_OWNER: owner, LABEL_ROLE: role}
+
+
+def _volumes(client: Any, owner: str, role: str) -> list[tuple[str, Any]]:
+    """The tmpfs-backed volumes of a box: /workspace, and root-only /checks for verification."""
+    mounts = {WORKSPACE_DIR: f"{WORKSPACE_TMPFS},uid={SANDBOX_UID},gid={SANDBOX_UID}"}
+    if role == "verify":  # hidden checks: root-only, outside the workspace
+        mounts[CHECKS_DIR] = "size=64m,uid=0,gid=0,mode=0700"
+    made: list[tuple[str, Any]] = []
+    try:
+        for target, opts in mounts.items():
+            made.append((target, client.volumes.create(
+                driver="local", labels=labels(owner, role),
+                driver_opts={"type": "tmpfs", "device": "tmpfs", "o": opts})))
+    except Exception:
+        for _, v in made:
+            v.remove(force=True)
+        raise
+    return made
+
+
+def create_box(client: Any, image: str, owner: str, role: str) -> Box:
+    """Create and start an idle container (`sleep infinity` under tini) with its volumes."""
+    verify = role == "verify"
+    vols = _volumes(client, owner, role)
+    try:
+        ct = client.containers.create(
+            image, command=["sleep", "infinity"], init=True,
+            user="0" if verify else str(SANDBOX_UID), working_dir=WORKSPACE_DIR,
+            read_only=True, network_mode="none", hostname="localhost",
+            tmpfs={"/tmp": f"{TMP_TMPFS},uid={SANDBOX_UID},gid={SANDBOX_UID},exec"},
+            volumes={v.name: {"bind": target, "mode": "rw"} for target, v in vols},
+            mem_limit="4g", memswap_limit="4g", pids_limit=512,
+            cap_drop=["ALL"], cap_add=VERIFIER_CAPS if verify else [],
+            security_opt=["no-new-privileges"], shm_size="1g",
+            labels=labels(owner, role), environment={"HOME": "/tmp"},
+        )
+        ct.start()
+    except Exception:
+        for _, v in vols:
+            v.remove(force=True)
+        raise
+    return Box(ct, [v for _, v in vols], role)
+
+
+def narrow(box: Box, limits: Limits) -> None:
+    """Set the box's memory (= memory + swap) and CPU quota to ``limits``."""
+    mem = f"{limits.memory_mb}m"
+    box.container.update(mem_limit=mem, memswap_limit=mem,
+                         cpu_period=100_000, cpu_quota=int(limits.cpus * 100_000))
+
+
+def run_env(limits: Limits) -> dict[str, str]:
+    """Environment of a command: threads matched to the CPU quota, gloo on loopback."""
+    threads = str(max(1, int(limits.cpus)))
+    return {"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads, "HOME": "/tmp",
+            "TMPDIR": "/tmp", "PYTHONUNBUFFERED": "1", "GLOO_SOCKET_IFNAME": "lo"}
+
+
+def reap(client: Any, owner: str | None = None) -> int:
+    """Remove sandbox-env containers and volumes (of one owner, or all); returns how many."""
+    label = f"{LABEL_OWNER}={owner}" if owner else LABEL_OWNER
+    n = 0
+    for ct in client.containers.list(all=True, filters={"label": label}):
+        try:
+            ct.remove(force=True)
+            n += 1
+        except Exception as exc:
+            log.warning("reap: %s: %s", ct.short_id, exc)
+    for vol in client.volumes.list(filters={"label": label}):
+        try:
+            vol.remove(force=True)
+        except Exception as exc:
+            log.warning("reap: volume %s: %s", vol.name, exc)
+    return n

@@ -1,0 +1,106 @@
+"""Running one command in a box: the in-container time limit, the outer watchdog, the output cap.
+
+A command runs under ``timeout -s KILL`` (which kills its whole process group) with a
+watchdog that kills the container if even that hangs; output is streamed through one
+``OutputCap`` and the container is killed past ``HARD_OUTPUT_CAP`` bytes. ``run_command``
+is the docker half of ``Sandbox.run``: workspace in, command, OOM probe, changed files back.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ...models import Limits, RunResult
+from ...workspace import Workspace
+from ..outcome import OutputCap, run_result
+from .archive import get_text_files, put_files
+from .containers import CHECKS_DIR, SANDBOX_UID, WORKSPACE_DIR, Box, narrow, run_env
+
+HARD_OUTPUT_CAP = 8_000_000  # bytes read from a command before the container is killed
+WATCHDOG_GRACE_S = 10.0  # after the in-container limit, before the container is killed
+OOM_CONTROL = "/sys/fs/cgroup/memory/memory.oom_control"
+
+
+@dataclass
+class Exec:
+    """What one exec did: exit code (None on timeout), capped output, timer, seconds."""
+
+    exit_code: int | None
+    output: str
+    timed_out: bool
+    duration_s: float
+
+
+def _watchdog(box: Box, timeout_s: float, done: threading.Event, killed: threading.Event) -> None:
+    if not done.wait(timeout_s + WATCHDOG_GRACE_S):
+        killed.set()
+        try:
+            box.container.kill()
+        except Exception:
+            pass
+
+
+def exec_capped(api: Any, box: Box, argv: list[str], *, user: str, env: dict[str, str],
+                timeout_s: float, output_limit: int, stdin: bytes | None = None) -> Exec:
+    """Run argv in the box under `timeout -s KILL`, streaming output through the cap."""
+    wrapped = ["timeout", "-s", "KILL", str(int(timeout_s)), *argv]
+    if stdin is not None:  # the nonce: written to a root-only file, fed by the shell
+        wrapped = ["sh", "-c", 'exec "$@" < /checks/.nonce', "sh", *wrapped]
+        put_files(box, CHECKS_DIR, {".nonce": stdin}, 0, 0o600)
+    ex = api.exec_create(box.container.id, wrapped, user=user, environment=env,
+                         workdir=WORKSPACE_DIR, stdout=True, stderr=True)
+    start = time.monotonic()
+    done, killed = threading.Event(), threading.Event()
+    threading.Thread(target=_watchdog, args=(box, timeout_s, done, killed), daemon=True).start()
+    cap = OutputCap(output_limit)
+    try:
+        for chunk in api.exec_start(ex["Id"], stream=True, demux=False):
+            cap.feed(chunk)
+            if cap.size > HARD_OUTPUT_CAP:
+                box.container.kill()
+                cap.feed(b"\n[sandbox] output flood: container killed\n")
+                break
+    finally:
+        done.set()
+    secs = time.monotonic() - start
+    code = api.exec_inspect(ex["Id"]).get("ExitCode")
+    timed_out = killed.is_set() or (code == 137 and secs >= timeout_s - 0.5)
+    return Exec(None if timed_out else code, cap.text(), timed_out, secs)
+
+
+def oom_kills(box: Box) -> int:
+    """How many processes the container's memory cgroup has OOM-killed (0 if unknown)."""
+    try:
+        r = box.container.exec_run(["cat", OOM_CONTROL], user="0")
+        for line in r.output.decode().splitlines():
+            if line.startswith("oom_kill "):
+                return int(line.split()[1])
+    except Exception:
+        pass
+    return 0
+
+
+def run_command(api: Any, box: Box, workspace: Workspace, command: str, limits: Limits, *,
+                api_error: type[Exception]) -> RunResult:
+    """Run ``command`` over a copy of ``workspace`` in ``box``; changed files are synced back."""
+    narrow(box, limits)
+    put_files(box, WORKSPACE_DIR, {p: t.encode() for p, t in workspace.files.items()}, SANDBOX_UID)
+    argv = ["bash", "-c", command]
+    if limits.data_mb:
+        argv = ["prlimit", f"--data={limits.data_mb * 1024 * 1024}", "--", *argv]
+    ex = exec_capped(api, box, argv, user=str(SANDBOX_UID), env=run_env(limits),
+                     timeout_s=limits.timeout_s, output_limit=limits.output_bytes)
+    oom = ex.exit_code == 137 and not ex.timed_out and oom_kills(box) > 0
+    changed: dict[str, str] = {}
+    notes: list[str] = []
+    try:
+        after, skipped, notes = get_text_files(box, WORKSPACE_DIR)
+        changed = workspace.sync(after, skipped)
+    except api_error as exc:
+        notes.append(f"could not copy files back ({getattr(exc, 'explanation', None) or exc})")
+    return run_result(command, ex.output, exit_code=ex.exit_code, timed_out=ex.timed_out,
+                      oom_killed=oom, duration_s=ex.duration_s, changed_files=changed, notes=notes,
+                      source="docker")

@@ -1,0 +1,109 @@
+"""DockerSandbox: the docker backend's Sandbox, composed of the engine, the warm pool, runner and verifier.
+
+Every run takes a box from the warm pool and every verification creates a fresh one; the
+box is removed afterwards, which ends every process the agent's code left behind.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+from ...models import Limits, RunResult, Verdict
+from ...tasks import TaskSpec
+from ...workspace import Workspace
+from ..base import SandboxUnavailable
+from ..outcome import infra_run
+from ..verification import infra_verdict
+from .containers import RUNNER_IMAGE, Box, create_box, reap
+from .engine import ContainerError, Engine, connect, engine_status
+from .pool import WarmPool
+from .runner import run_command
+from .verifier import verify_in
+
+log = logging.getLogger(__name__)
+
+
+class DockerSandbox:
+    """Runs and verifies in throwaway containers (see the package docstring)."""
+
+    mode = "docker"
+
+    def __init__(self, image: str = RUNNER_IMAGE, owner: str | None = None, pool_size: int = 2,
+                 client: Any = None) -> None:
+        self.client, self.image = connect(image, client)
+        self.image_name = image
+        self.owner = owner or f"sbx-{uuid.uuid4().hex[:12]}"
+        self._engine = Engine(self.client)
+        self._pool = WarmPool(lambda: self._create("run"), pool_size, self._engine.errors)
+        leftovers = reap(self.client, self.owner)  # a previous run of this owner crashed
+        if leftovers:
+            log.warning("reaped %d leftover container(s) of %s", leftovers, self.owner)
+        self._pool.refill()
+
+    # -- lifecycle (SandboxBackend) -------------------------------------------------------
+    @classmethod
+    def available(cls) -> tuple[bool, str]:
+        return engine_status()
+
+    @classmethod
+    def create(cls, *, owner: str | None = None) -> DockerSandbox:
+        ok, why = engine_status()  # a quick probe before the patient connection
+        if not ok:
+            raise SandboxUnavailable(why)
+        return cls(owner=owner)
+
+    @classmethod
+    def cleanup(cls, owner: str | None = None) -> int:
+        import docker
+
+        try:
+            client = docker.from_env(timeout=30)
+        except Exception as exc:
+            raise SandboxUnavailable(f"Docker engine not reachable: {exc}") from exc
+        return reap(client, owner)
+
+    def provenance(self) -> dict[str, Any]:
+        labels = self.image.labels or {}
+        return {"image": self.image.id, "torch": labels.get("org.sandbox-env.torch")}
+
+    def _create(self, role: str) -> Box:
+        return create_box(self.client, self.image_name, self.owner, role)
+
+    def close(self) -> None:
+        self._pool.close()
+        try:
+            reap(self.client, self.owner)
+        except Exception as exc:  # engine gone: the next start of this owner reaps
+            log.warning("could not reap %s on close: %s", self.owner, exc)
+
+    # -- Sandbox ------------------------------------------------------------------------------
+    def run(self, workspace: Workspace, command: str, limits: Limits, task: TaskSpec) -> RunResult:
+        """Run ``command``; raises SandboxUnavailable when the engine is unreachable."""
+        engine = self._engine
+        try:
+            with engine.failures("could not start a sandbox container"):
+                box = self._pool.take()
+            try:
+                with engine.failures("docker error", engine.errors.DockerException):
+                    return run_command(self.client.api, box, workspace, command, limits,
+                                       api_error=engine.errors.APIError)
+            finally:
+                self._pool.destroy(box)
+        except ContainerError as exc:
+            return infra_run(command, str(exc), "docker")
+
+    def verify(self, workspace: Workspace, task: TaskSpec) -> Verdict:
+        """Run the hidden checks; raises SandboxUnavailable when the engine is unreachable."""
+        engine = self._engine
+        try:
+            with engine.failures("could not start a verification container"):
+                box = self._create("verify")
+            try:
+                with engine.failures("docker error during verification", engine.errors.DockerException):
+                    return verify_in(self.client.api, box, workspace, task)
+            finally:
+                self._pool.destroy(box)
+        except ContainerError as exc:
+            return infra_verdict(str(exc), "docker")

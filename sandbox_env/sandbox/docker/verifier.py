@@ -1,0 +1,34 @@
+"""Verification in a fresh box: the workspace in /workspace, the hidden checks in root-only /checks.
+
+The check runs as root and runs agent code as uid 1000, which cannot read the checks or
+their reference values; the nonce reaches the check through a root-only file on its stdin.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...models import Limits, Verdict
+from ...tasks import TaskSpec
+from ...workspace import Workspace
+from ..verification import CHECK_BUDGET_S, CHECK_OUTPUT_CAP, check_files, new_nonce, verdict_from_check
+from .archive import put_files
+from .containers import CHECKS_DIR, SANDBOX_UID, WORKSPACE_DIR, Box, narrow, run_env
+from .runner import exec_capped
+
+VERIFY_MIN_MEMORY_MB = 4096
+VERIFY_CPUS = 2
+
+
+def verify_in(api: Any, box: Box, workspace: Workspace, task: TaskSpec) -> Verdict:
+    """Run the task's hidden check on ``workspace`` in ``box`` (a "verify" box) and read its verdict."""
+    narrow(box, Limits(memory_mb=max(VERIFY_MIN_MEMORY_MB, task.limits.memory_mb), cpus=VERIFY_CPUS))
+    put_files(box, WORKSPACE_DIR, {p: t.encode() for p, t in workspace.files.items()}, SANDBOX_UID)
+    put_files(box, CHECKS_DIR, check_files(task), 0, 0o600)
+    nonce = new_nonce()
+    env = {**run_env(Limits(cpus=VERIFY_CPUS)), "SANDBOX_CHILD_UID": str(SANDBOX_UID)}
+    ex = exec_capped(api, box, ["python", f"{CHECKS_DIR}/check.py", "--workspace", WORKSPACE_DIR],
+                     user="0", env=env, timeout_s=CHECK_BUDGET_S, output_limit=CHECK_OUTPUT_CAP,
+                     stdin=(nonce + "\n").encode())
+    return verdict_from_check(ex.output, nonce, exit_code=ex.exit_code,
+                              duration_s=round(ex.duration_s, 3), source="docker", timed_out=ex.timed_out)

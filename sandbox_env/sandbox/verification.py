@@ -1,0 +1,70 @@
+"""The host's side of the check protocol, shared by every real backend.
+
+What a hidden check is given (its files and the check runtime beside it, a fresh nonce on
+stdin, a time budget) and how its stdout becomes a Verdict: only the line carrying the
+nonce counts, anything else is an infrastructure error, never a verdict about the agent.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from pathlib import Path
+
+from .. import check_runtime
+from ..models import Outcome, Verdict
+from ..tasks import TaskSpec
+from ..verdict_protocol import parse_verdict
+
+CHECK_BUDGET_S = 600.0  # wall time of one verification
+CHECK_OUTPUT_CAP = 4_000_000  # bytes of a check's stdout kept for parsing
+
+
+def new_nonce() -> str:
+    return secrets.token_hex(16)
+
+
+def check_files(task: TaskSpec) -> dict[str, bytes]:
+    """The files of a verification directory: the task's hidden checks plus the check runtime."""
+    files = {p.relative_to(task.checks_dir).as_posix(): p.read_bytes()
+             for p in sorted(task.checks_dir.rglob("*"))
+             if p.is_file() and "__pycache__" not in p.parts}
+    files.update(check_runtime.kit_files())
+    return files
+
+
+def write_check_files(task: TaskSpec, dest: Path) -> None:
+    """Write ``check_files(task)`` under ``dest``."""
+    for rel, data in check_files(task).items():
+        path = dest / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+
+
+def verdict_from_check(stdout: str, nonce: str, *, exit_code: int | None, duration_s: float,
+                       source: str, timed_out: bool = False) -> Verdict:
+    """Turn a check's stdout into a Verdict; anything unparseable is an infra error."""
+    if timed_out:
+        return Verdict(passed=False, outcome=Outcome.infra_error, duration_s=duration_s,
+                       source=source, reasons=["the hidden check exceeded its time budget"])
+    data = parse_verdict(stdout, nonce)
+    if data is None:
+        tail = "\n".join(stdout.strip().splitlines()[-20:])
+        return Verdict(passed=False, outcome=Outcome.infra_error, duration_s=duration_s,
+                       source=source,
+                       reasons=[f"the hidden check produced no verdict (exit {exit_code})", tail])
+    try:
+        verdict = Verdict.model_validate({**data, "duration_s": duration_s, "source": source})
+    except ValueError as exc:
+        return Verdict(passed=False, outcome=Outcome.infra_error, duration_s=duration_s,
+                       source=source, reasons=[f"malformed verdict: {exc}"])
+    if verdict.passed != (verdict.outcome == Outcome.passed):
+        verdict.passed = False
+        verdict.outcome = Outcome.infra_error
+        verdict.reasons.append("inconsistent verdict: " + json.dumps(data)[:200])
+    return verdict
+
+
+def infra_verdict(why: str, source: str) -> Verdict:
+    """A verification the sandbox could not carry out (never scored against the agent)."""
+    return Verdict(passed=False, outcome=Outcome.infra_error, source=source, reasons=[why])

@@ -24,7 +24,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from sandbox_env.checkkit import parse_verdict  # noqa: E402
+from sandbox_env.check_runtime import kit_files  # noqa: E402
+from sandbox_env.verdict_protocol import parse_verdict  # noqa: E402
 
 
 def prepare(task: Path, patch: Path | None, dst: Path) -> None:
@@ -37,7 +38,8 @@ def verify(task: Path, ws: Path) -> tuple[dict | None, str, float]:
     with tempfile.TemporaryDirectory() as cd:
         cdir = Path(cd) / "checks"
         shutil.copytree(task / "checks", cdir)
-        shutil.copy(ROOT / "sandbox_env" / "checkkit.py", cdir / "checkkit.py")
+        for name, data in kit_files().items():
+            (cdir / name).write_bytes(data)
         nonce = secrets.token_hex(8)
         t = time.monotonic()
         p = subprocess.run([sys.executable, str(cdir / "check.py"), "--workspace", str(ws)],

@@ -22,7 +22,7 @@ from __future__ import annotations
 import ast
 import builtins
 
-from sandbox_env.classifier_kit import live_files
+from sandbox_env.mock_analysis import live_files
 
 TENSOR_REDUCTIONS = {"amax", "max", "norm", "abs", "sum", "mean", "amin", "min", "std", "var"}
 SCALAR_CONVERSIONS = {"item", "tolist"}

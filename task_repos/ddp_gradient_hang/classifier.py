@@ -26,7 +26,7 @@ reconstruction head, and whether that dependence has a non-zero weight.
 import ast
 from dataclasses import dataclass
 
-from sandbox_env.classifier_kit import live_files, prune_world_size
+from sandbox_env.mock_analysis import live_files, prune_world_size
 
 AUX_HEAD = "recon_head"
 EXIT_CALLS = {"sys.exit", "os._exit", "exit", "quit", "os.abort"}

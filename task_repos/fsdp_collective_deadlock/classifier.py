@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import ast
 
-from sandbox_env.classifier_kit import live_files, prune_world_size
+from sandbox_env.mock_analysis import live_files, prune_world_size
 
 COLLECTIVES = {
     "all_reduce", "reduce", "all_gather", "all_gather_into_tensor", "all_gather_object",

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import ast
 
-from sandbox_env.classifier_kit import live_files
+from sandbox_env.mock_analysis import live_files
 
 CONVERTERS = {"float", "int", "round", "bool", "str", "len", "repr", "format", "isinstance",
               "hasattr", "type", "id", "print", "range", "enumerate", "zip", "iter", "next"}
@@ -88,8 +88,10 @@ def grad_state_inside(node: ast.With | ast.AsyncWith, grad_off: bool) -> bool:
     return grad_off
 
 
-class Workspace:
-    """Everything collected from the parsed files."""
+class CodeIndex:
+    """What the classifier knows about the parsed workspace files: their functions, classes,
+    imports and torch aliases, which functions always run with grad disabled, which are
+    per-batch helpers and which return a graph-carrying value."""
 
     def __init__(self, files: dict[str, str]) -> None:
         self.trees: dict[str, ast.Module] = {}
@@ -175,8 +177,8 @@ class Workspace:
 class FunctionAnalysis:
     """Graph-carrying values and accumulations inside one function."""
 
-    def __init__(self, ws: Workspace, fn: ast.FunctionDef, shallow: bool = False) -> None:
-        self.ws = ws
+    def __init__(self, index: CodeIndex, fn: ast.FunctionDef, shallow: bool = False) -> None:
+        self.index = index
         self.fn = fn
         self.params = {a.arg for a in fn.args.args + fn.args.kwonlyargs}
         if shallow:  # only is_forward_call() is needed
@@ -189,7 +191,7 @@ class FunctionAnalysis:
         self.has_backward = any(
             isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
             and n.func.attr == "backward" for n in ast.walk(fn))
-        start_off = fn.name in ws.grad_off_functions
+        start_off = fn.name in index.grad_off_functions
         for _ in range(3):  # reach a fixpoint for the taint set
             self.leaks, self.forward_loops, self.truncated_loops = [], 0, 0
             self.returns_graph = False
@@ -202,9 +204,9 @@ class FunctionAnalysis:
             name = func.id
             if name in CONVERTERS or name in PASSTHROUGH_BUILTINS:
                 return False
-            if name in self.ws.functions:
-                return name in getattr(self.ws, "batch_helpers", ())
-            if name in self.ws.classes or name in self.ws.imported:
+            if name in self.index.functions:
+                return name in getattr(self.index, "batch_helpers", ())
+            if name in self.index.classes or name in self.index.imported:
                 return False
             return True  # model(...), criterion(...), loss_fn(...)
         if isinstance(func, ast.Attribute):
@@ -247,9 +249,9 @@ class FunctionAnalysis:
             if isinstance(func, ast.Name):
                 if func.id in PASSTHROUGH_BUILTINS:
                     return args_carry
-                if func.id in self.ws.functions:
-                    return self.ws.return_taint.get(func.id, False) or args_carry
-                if func.id in self.ws.classes or func.id in self.ws.imported:
+                if func.id in self.index.functions:
+                    return self.index.return_taint.get(func.id, False) or args_carry
+                if func.id in self.index.classes or func.id in self.index.imported:
                     return args_carry
                 return True  # a model / loss module held in a variable
             if isinstance(func, ast.Attribute):
@@ -374,14 +376,14 @@ def _is_main_guard(stmt: ast.stmt) -> bool:
     return isinstance(stmt, ast.If) and "__main__" in ast.dump(stmt.test)
 
 
-def early_exit(ws: Workspace) -> bool:
-    for tree in ws.trees.values():
+def early_exit(index: CodeIndex) -> bool:
+    for tree in index.trees.values():
         for stmt in tree.body:
             if _is_main_guard(stmt) or isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 continue
             if any(_exits(n) for n in ast.walk(stmt)):
                 return True
-    for name, fn in ws.functions.items():
+    for name, fn in index.functions.items():
         if name == "main":
             continue
         if any(_exits(n) for n in ast.walk(fn)):
@@ -389,9 +391,9 @@ def early_exit(ws: Workspace) -> bool:
     return False
 
 
-def tampers_with_torch(ws: Workspace) -> bool:
-    roots = ws.torch_aliases | {"torch"}
-    for tree in ws.trees.values():
+def tampers_with_torch(index: CodeIndex) -> bool:
+    roots = index.torch_aliases | {"torch"}
+    for tree in index.trees.values():
         for node in ast.walk(tree):
             if isinstance(node, (ast.Assign, ast.AugAssign)):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -407,17 +409,17 @@ def tampers_with_torch(ws: Workspace) -> bool:
 
 def classify(files: dict[str, str]) -> str:
     files = live_files(files)
-    ws = Workspace(files)
-    if tampers_with_torch(ws):
+    index = CodeIndex(files)
+    if tampers_with_torch(index):
         return "tampered"
-    if early_exit(ws):
+    if early_exit(index):
         return "no_result"
 
-    analyses = [FunctionAnalysis(ws, fn) for fn in ws.functions.values()]
+    analyses = [FunctionAnalysis(index, fn) for fn in index.functions.values()]
     train_fns = [a for a in analyses if a.has_backward]
     eval_fns = [a for a in analyses if not a.has_backward and a.forward_loops
                 and any(isinstance(n, ast.Call) and _call_name(n.func) == a.fn.name
-                        for t in ws.trees.values() for n in ast.walk(t))]
+                        for t in index.trees.values() for n in ast.walk(t))]
     if not eval_fns:
         return "wrong_metrics"  # validation never runs the model over the validation set
     if any(a.truncated_loops for a in eval_fns):

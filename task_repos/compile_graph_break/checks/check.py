@@ -5,7 +5,7 @@ original model computes eagerly, on inputs that drive both sides of the activati
 and when the repo's own training loop trains the compiled model to the reference losses.
 
 1. `python train.py` (the repo's own command) exits 0.
-2. drive.py (fresh child process, imports the workspace modules, check-owned seeds and
+2. driver.py (fresh child process, imports the workspace modules, check-owned seeds and
    knobs) measures: torch._dynamo.explain graph / break counts; logits and gradients of the
    model called eagerly and through torch.compile(backend="eager", fullgraph=True) on six
    probe batches (the small ones keep every update, the large ones rescale every update);
@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import math
 
-from checkkit import REPORT_ERRORS, Check, hidden, unreadable_report
+from check_runtime import REPORT_ERRORS, Check, hidden, unreadable_report
 
 LOGIT_TOL = 1e-4      # abs + rel, per logit
 GRAD_TOL = 1e-4       # relative to the gradient fingerprint's magnitude
@@ -93,7 +93,7 @@ def verify(ck: Check) -> None:
 
     # 2. measurements in a fresh child that imports the workspace
     out_path = ck.scratch / "drive.json"
-    res_run = ck.run_driver("drive.py", str(ck.workspace), str(out_path), timeout_s=150)
+    res_run = ck.run_driver("driver.py", str(ck.workspace), str(out_path), timeout_s=150)
     ck.evidence["driver_duration_s"] = res_run.duration_s
     if res_run.returncode == 3 and "refusing to report" in res_run.output:
         replaced = res_run.output.split("refusing to report:")[-1].strip().splitlines()[0]
@@ -185,4 +185,4 @@ def analyse(ck: Check, res: dict, ref: dict) -> None:
 
 
 if __name__ == "__main__":
-    Check.main(hidden(verify, keep=("drive.py",)))
+    Check.main(hidden(verify, keep=("driver.py",)))

@@ -3,7 +3,7 @@
 Usage: python checks/make_reference.py      (run with the project's torch 2.13.0 venv)
 
 1. copies repo/ to a temporary workspace and applies solution.patch;
-2. runs drive.py on it (OMP_NUM_THREADS=1, like the check) and keeps its measurements;
+2. runs driver.py on it (OMP_NUM_THREADS=1, like the check) and keeps its measurements;
 3. measures, with forward hooks on the solution's blocks, which side of the activation
    limit every probe batch and every training step takes, and refuses to write a
    reference unless both sides are exercised (otherwise deleting the branch could pass).
@@ -70,7 +70,7 @@ def main() -> None:
         shutil.copytree(TASK / "repo", ws)
         subprocess.run(["patch", "-p1", "-s", "-i", str(TASK / "solution.patch")], cwd=ws, check=True)
         out = Path(tmp) / "drive.json"
-        subprocess.run([sys.executable, str(HERE / "drive.py"), str(ws), str(out)],
+        subprocess.run([sys.executable, str(HERE / "driver.py"), str(ws), str(out)],
                        env=env, check=True)
         res = json.loads(out.read_text())
         cov = json.loads(subprocess.run([sys.executable, "-c", COVERAGE, str(ws), str(HERE)],

@@ -23,7 +23,7 @@ import math
 import pickle
 import re
 
-from checkkit import REPORT_ERRORS, Check, hidden, unreadable_report
+from check_runtime import REPORT_ERRORS, Check, hidden, unreadable_report
 
 LOSS_TOL = 1e-3
 PARAM_TOL = 1e-4

@@ -1,6 +1,6 @@
 """Hidden check for fsdp_collective_deadlock.
 
-1. Runs ``fsdp_driver.py``: 2 gloo ranks, a 10 s process-group timeout and TrainConfig knobs
+1. Runs ``driver.py``: 2 gloo ranks, a 10 s process-group timeout and TrainConfig knobs
    owned by this check (seed, epochs, sizes). Each rank calls the workspace's
    ``train.train(cfg, rank)``. Requires exit 0 within the wall limit.
 2. Compares rank 0's per-epoch history (the return value of ``train()``) with the reference
@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from checkkit import REPORT_ERRORS, Check, hidden, unreadable_report  # noqa: E402
+from check_runtime import REPORT_ERRORS, Check, hidden, unreadable_report  # noqa: E402
 import knobs  # noqa: E402
 
 TIMEOUT_RE = re.compile(r"Timed out waiting \d+ms for (recv|send) operation to complete")
@@ -41,7 +41,7 @@ def verify(ck: Check) -> None:
                                 pg_timeout_s=knobs.PG_TIMEOUT_S)
 
     res = ck.run_driver(
-        "fsdp_driver.py",
+        "driver.py",
         "--workspace", str(ck.workspace),
         "--out", str(out),
         "--overrides", json.dumps(knobs.TRAIN_OVERRIDES),
@@ -155,4 +155,4 @@ def analyse(ck: Check, res, result: dict, ref: dict) -> None:
 
 
 if __name__ == "__main__":
-    Check.main(hidden(verify, keep=("fsdp_driver.py",)))
+    Check.main(hidden(verify, keep=("driver.py",)))

@@ -2,7 +2,7 @@
 
     .venv/bin/python task_repos/fsdp_collective_deadlock/checks/make_reference.py
 
-Uses checkkit's child environment (OMP_NUM_THREADS=1, GLOO_SOCKET_IFNAME=lo), the same
+Uses check_runtime's child environment (OMP_NUM_THREADS=1, GLOO_SOCKET_IFNAME=lo), the same
 knobs as check.py, and runs the driver twice to confirm the values are reproducible.
 """
 
@@ -22,14 +22,14 @@ sys.path.insert(0, str(CHECKS))
 sys.path.insert(0, str(ROOT / "sandbox_env"))
 
 import knobs  # noqa: E402
-from checkkit import Check  # noqa: E402
+from check_runtime import Check  # noqa: E402
 
 
 def run_once(ws: Path, scratch: Path) -> dict:
     ck = Check(ws, CHECKS, scratch)
     out = scratch / "result.json"
     res = ck.run_driver(
-        "fsdp_driver.py",
+        "driver.py",
         "--workspace", str(ws),
         "--out", str(out),
         "--overrides", json.dumps(knobs.TRAIN_OVERRIDES),

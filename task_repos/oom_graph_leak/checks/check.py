@@ -21,7 +21,7 @@ import re
 import sys
 from pathlib import Path
 
-from checkkit import Check, ChildResult, hidden
+from check_runtime import Check, ChildResult, hidden
 
 import knobs
 

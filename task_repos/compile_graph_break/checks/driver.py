@@ -1,6 +1,6 @@
 """Check driver: imports the workspace's model and training code and measures them.
 
-Usage: python drive.py WORKSPACE OUT_JSON
+Usage: python driver.py WORKSPACE OUT_JSON
 
 Runs in a fresh child process (never in the check's own process). It takes references to
 the torch entry points it relies on BEFORE importing agent code and refuses to report (exit

@@ -1,95 +1,47 @@
-"""Runtime kit for hidden task checks: run agent code as a child, measure it, emit a verdict.
+"""What a hidden check runs with inside the verifier: the ``Check`` it works with (run agent
+code in children, record findings, emit the verdict) and the guards that keep the check's own
+sources away from agent code and out of the verdict.
 
-This module is standard-library only. At verification time it is copied next to a task's
-``checks/check.py`` (outside the agent's workspace) and imported by it as ``checkkit``.
-
-Protocol between the orchestrator and a check:
-
-* The orchestrator starts ``python check.py --workspace DIR`` and writes a one-line random
-  nonce to the check's stdin, then closes it.
-* The check never imports agent code in its own process. Agent code runs in children
-  (``Check.run``), with stdin closed and stdout/stderr captured, so it cannot write to the
-  check's stdout nor read the nonce.
-* The check finishes with exactly one line ``SANDBOX_VERDICT <nonce> <json>`` on its own
-  stdout. The orchestrator ignores any verdict line that does not carry its nonce.
+Standard library only. At verification time the files of ``kit_files()`` are copied next to a
+task's ``checks/check.py`` (outside the agent's workspace), which imports this module as
+``check_runtime``. The check never imports agent code in its own process: agent code runs in
+children (``Check.run``) with stdin closed and output captured, so it can neither write to the
+check's stdout nor read the nonce of the verdict line (``verdict_protocol``).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
-import threading
-import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-VERDICT_TAG = "SANDBOX_VERDICT"
-# Sets RLIMIT_DATA then execs the real command: no preexec_fn (unsafe with threads).
-_LIMIT_TRAMPOLINE = (
-    "import os, resource, sys; cap = int(sys.argv[1]); "
-    "resource.setrlimit(resource.RLIMIT_DATA, (cap, cap)); os.execvp(sys.argv[2], sys.argv[2:])"
-)
+try:  # imported as sandbox_env.check_runtime (host, tests)
+    from .child_process import ChildResult, child_env, run_child
+    from .verdict_protocol import frame_verdict, read_nonce
+except ImportError:  # beside check.py in the verifier, where the kit's modules are top-level
+    from child_process import ChildResult, child_env, run_child  # type: ignore[no-redef]
+    from verdict_protocol import frame_verdict, read_nonce  # type: ignore[no-redef]
+
+KIT_MODULES = ("check_runtime", "child_process", "verdict_protocol")  # what a check imports
 OUTCOMES = ("passed", "failed", "timeout", "oom_killed", "infra_error")
-_OUTPUT_CAP = 256 * 1024
+# what reading a driver report that agent code may have written can raise
+REPORT_ERRORS = (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError)
+__all__ = ["KIT_MODULES", "OUTCOMES", "REPORT_ERRORS", "Check", "ChildResult", "hidden",
+           "kit_files", "unreadable_report"]
 
 
-@dataclass
-class ChildResult:
-    """What one child process did, measured from outside it."""
-
-    argv: list[str]
-    returncode: int | None  # None when killed by our timeout
-    signal: int | None  # terminating signal, if any
-    output: str  # merged stdout+stderr, capped (head and tail kept)
-    peak_rss_mb: float  # peak RSS of the child (and the descendants it waited for)
-    duration_s: float
-    timed_out: bool
-
-    @property
-    def ok(self) -> bool:
-        return self.returncode == 0 and not self.timed_out
-
-    def tail(self, n: int = 15) -> str:
-        return "\n".join(self.output.rstrip().splitlines()[-n:])
-
-
-class _Capture:
-    """Drains a pipe in a thread, keeping the first and last ``cap / 2`` bytes."""
-
-    def __init__(self, stream: Any, cap: int) -> None:
-        self.half = cap // 2
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.dropped = 0
-        self.thread = threading.Thread(target=self._pump, args=(stream,), daemon=True)
-        self.thread.start()
-
-    def _pump(self, stream: Any) -> None:
-        half = self.half
-        while chunk := stream.read(65536):
-            room = half - len(self.head)
-            if room > 0:
-                self.head += chunk[:room]
-                chunk = chunk[room:]
-            self.tail += chunk
-            if len(self.tail) > half:
-                self.dropped += len(self.tail) - half
-                del self.tail[: len(self.tail) - half]
-
-    def text(self) -> str:
-        self.thread.join(timeout=5)
-        mid = f"\n\n[... output truncated: {self.dropped} bytes omitted ...]\n\n" if self.dropped else ""
-        text = bytes(self.head).decode(errors="replace") + mid + bytes(self.tail).decode(errors="replace")
-        return text.replace("\x00", "\ufffd")  # NUL bytes, like invalid UTF-8, become U+FFFD
+def kit_files() -> dict[str, bytes]:
+    """The kit by file name: every backend that runs checks writes these beside check.py."""
+    here = Path(__file__).parent
+    return {f"{m}.py": (here / f"{m}.py").read_bytes() for m in KIT_MODULES}
 
 
 @dataclass
@@ -122,26 +74,13 @@ class Check:
         """
         if argv and argv[0] in ("python", "python3"):
             argv = [sys.executable, *argv[1:]]
-        child_env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "HOME": str(self.scratch),
-            "LANG": "C.UTF-8",
-            "PYTHONHASHSEED": "0",
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "PYTHONUNBUFFERED": "1",
-            "OMP_NUM_THREADS": "1",
-            "MKL_NUM_THREADS": "1",
-            "GLOO_SOCKET_IFNAME": "lo",
-            "TMPDIR": str(self.scratch),
-        }
-        child_env.update(env or {})
-
+        extra = {"PYTHONHASHSEED": "0", **(env or {})}
         uid = None
         if self.child_uid is not None:
             uid = self.child_uid
             self._hand_scratch_to_child()
-        return run_child(argv, cwd=cwd or self.workspace, env=child_env, timeout_s=timeout_s,
-                         data_limit_mb=data_limit_mb, uid=uid)
+        return run_child(argv, cwd=cwd or self.workspace, env=child_env(self.scratch, extra=extra),
+                         timeout_s=timeout_s, data_limit_mb=data_limit_mb, uid=uid)
 
     def _hand_scratch_to_child(self) -> None:
         """Let children write where the check prepared files for them (the check runs as root)."""
@@ -209,31 +148,15 @@ class Check:
         parser = argparse.ArgumentParser()
         parser.add_argument("--workspace", required=True)
         args = parser.parse_args()
-        nonce = sys.stdin.readline().strip()
+        nonce = read_nonce(sys.stdin)
         sys.stdin.close()
         out = os.fdopen(os.dup(sys.stdout.fileno()), "w")
         check_dir = Path(sys.argv[0]).resolve().parent
-        # A fixed path when free (fresh verifier containers): recorded reasons stay identical.
-        fixed = Path(tempfile.gettempdir()) / "check"
-        try:
-            fixed.mkdir(mode=0o700)
-            scratch = str(fixed)
-        except FileExistsError:
-            scratch = tempfile.mkdtemp(prefix="check-")
-        ck = Check(Path(args.workspace).resolve(), check_dir, Path(scratch))
+        scratch = _scratch_dir()
+        ck = Check(Path(args.workspace).resolve(), check_dir, scratch)
         uid = os.environ.get("SANDBOX_CHILD_UID")
         if uid and os.geteuid() == 0:
-            ck.child_uid = int(uid)
-            ck.scratch = Path(scratch) / "home"
-            ck.scratch.mkdir()
-            os.chown(ck.scratch, ck.child_uid, ck.child_uid)
-            ck.driver_dir = Path(scratch) / "bin"
-            ck.driver_dir.mkdir()
-            for src in check_dir.glob("*.py"):
-                (ck.driver_dir / src.name).write_bytes(src.read_bytes())
-                os.chmod(ck.driver_dir / src.name, 0o644)
-            os.chmod(scratch, 0o755)
-            os.chmod(ck.driver_dir, 0o755)
+            ck._split_for_child(int(uid))
         try:
             body(ck)
             verdict = ck.verdict()
@@ -244,102 +167,43 @@ class Check:
                 "reasons": ["the hidden check crashed:\n" + traceback.format_exc()],
                 "evidence": ck.evidence,
             }
-        out.write(f"{VERDICT_TAG} {nonce} {json.dumps(verdict, sort_keys=True)}\n")
+        out.write(frame_verdict(nonce, verdict))
         out.flush()
         # Children may leave files root cannot delete (no CAP_DAC_OVERRIDE in the verifier);
         # its container is removed anyway.
         shutil.rmtree(scratch, ignore_errors=True)
 
-
-def run_child(argv: list[str], *, cwd: Path, env: dict[str, str], timeout_s: float,
-              data_limit_mb: int | None = None, stdin: bytes | None = None,
-              uid: int | None = None, output_cap: int = _OUTPUT_CAP) -> ChildResult:
-    """Run ``argv`` in a new session; on timeout its whole process group is killed.
-
-    Output (stdout + stderr) is drained while it runs and capped, head and tail kept; peak
-    RSS comes from ``wait4``. ``uid`` runs the child as that user (the caller is root).
-    """
-    argv = with_data_limit(argv, data_limit_mb)
-    drop: dict[str, Any] = {} if uid is None else {"user": uid, "group": uid, "extra_groups": []}
-    start = time.monotonic()
-    proc = subprocess.Popen(
-        argv,
-        cwd=str(cwd),
-        env=env,
-        stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        **drop,
-    )
-    if stdin is not None and proc.stdin is not None:
-        try:
-            proc.stdin.write(stdin)
-            proc.stdin.close()
-        except BrokenPipeError:
-            pass
-    cap = _Capture(proc.stdout, output_cap)
-    deadline = start + timeout_s
-    timed_out = False
-    while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.monotonic() > deadline:
-            timed_out = True
-            _kill_group(proc.pid)
-            _, status, usage = os.wait4(proc.pid, 0)
-            break
-        time.sleep(0.02)
-    _kill_group(proc.pid)  # stragglers left in the group (e.g. orphaned workers)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return ChildResult(
-        argv=argv,
-        returncode=None if timed_out else proc.returncode,
-        signal=-proc.returncode if proc.returncode < 0 else None,
-        output=cap.text(),
-        peak_rss_mb=round(usage.ru_maxrss / 1024.0, 1),
-        duration_s=round(time.monotonic() - start, 3),
-        timed_out=timed_out,
-    )
+    def _split_for_child(self, uid: int) -> None:
+        """The check runs as root: children run as ``uid``, with a home of their own under the
+        scratch dir and readable copies of the check's ``*.py`` (the check dir is root-only)."""
+        root = self.scratch
+        self.child_uid = uid
+        self.scratch = root / "home"
+        self.scratch.mkdir()
+        os.chown(self.scratch, uid, uid)
+        self.driver_dir = root / "bin"
+        self.driver_dir.mkdir()
+        for src in self.check_dir.glob("*.py"):
+            (self.driver_dir / src.name).write_bytes(src.read_bytes())
+            os.chmod(self.driver_dir / src.name, 0o644)
+        os.chmod(root, 0o755)
+        os.chmod(self.driver_dir, 0o755)
 
 
-def with_data_limit(argv: list[str], data_limit_mb: int | None) -> list[str]:
-    """Prefix ``argv`` so it runs under RLIMIT_DATA = ``data_limit_mb`` (None: unchanged)."""
-    if data_limit_mb is None:
-        return argv
-    cap = str(data_limit_mb * 1024 * 1024)
-    return [sys.executable, "-S", "-c", _LIMIT_TRAMPOLINE, cap, *argv]
-
-
-def _kill_group(pid: int) -> None:
+def _scratch_dir() -> Path:
+    """A fixed path when free (fresh verifier containers), so recorded reasons stay identical."""
+    fixed = Path(tempfile.gettempdir()) / "check"
     try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def parse_verdict(stdout: str, nonce: str) -> dict[str, Any] | None:
-    """Find the verdict line carrying ``nonce`` (the orchestrator's side of the protocol)."""
-    prefix = f"{VERDICT_TAG} {nonce} "
-    for line in reversed(stdout.splitlines()):
-        if line.startswith(prefix):
-            try:
-                data = json.loads(line[len(prefix):])
-            except json.JSONDecodeError:
-                return None
-            return data if isinstance(data, dict) else None
-    return None
+        fixed.mkdir(mode=0o700)
+        return fixed
+    except FileExistsError:
+        return Path(tempfile.mkdtemp(prefix="check-"))
 
 
 # ---------------------------------------------------------------------------- hidden sources
 # Agent code runs during verification and may print or corrupt what it can reach. These keep
 # the check's own sources out of the children's reach and out of the verdict, and turn a
 # report that agent code overwrote into a failure instead of a crash.
-# what reading a driver report that agent code may have written can raise
-REPORT_ERRORS = (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError)
-
-
 def hide_sources(ck: Check, keep: tuple[str, ...]) -> None:
     """Children only need ``keep`` from the readable copy of the check dir: drop the rest."""
     if ck.driver_dir is not None:
@@ -360,7 +224,7 @@ def redact_sources(ck: Check) -> None:
              if len(s) >= 4 and s not in own}
     long = [s for s in lines if len(s) >= 20]
 
-    def scrub(value):
+    def scrub(value: Any) -> Any:
         if isinstance(value, str):
             if not any(s in value for s in long):
                 return value

@@ -1,6 +1,6 @@
 """Hidden-check driver: run the workspace's ``train.train(cfg, rank)`` on 2 gloo ranks.
 
-    python fsdp_driver.py --workspace DIR --out RESULT.json --overrides JSON
+    python driver.py --workspace DIR --out RESULT.json --overrides JSON
                           --world-size 2 --pg-timeout 10
 
 The driver owns the process group (world size, rendezvous, timeout) and the TrainConfig

@@ -1,0 +1,170 @@
+"""Run one child process with caps and measure it from outside: the environment it starts
+with, RLIMIT_DATA, a timeout that kills its whole process group, output capped head and
+tail, peak RSS from ``wait4``.
+
+Standard library only: the check runtime runs agent code with it inside the verifier (it
+travels there in ``check_runtime.kit_files()``), and the local sandbox runs commands with it
+on the host.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# Sets RLIMIT_DATA then execs the real command: no preexec_fn (unsafe with threads).
+_LIMIT_TRAMPOLINE = (
+    "import os, resource, sys; cap = int(sys.argv[1]); "
+    "resource.setrlimit(resource.RLIMIT_DATA, (cap, cap)); os.execvp(sys.argv[2], sys.argv[2:])"
+)
+_OUTPUT_CAP = 256 * 1024
+
+
+@dataclass
+class ChildResult:
+    """What one child process did, measured from outside it."""
+
+    argv: list[str]
+    returncode: int | None  # None when killed by our timeout
+    signal: int | None  # terminating signal, if any
+    output: str  # merged stdout+stderr, capped (head and tail kept)
+    peak_rss_mb: float  # peak RSS of the child (and the descendants it waited for)
+    duration_s: float
+    timed_out: bool
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out
+
+    def tail(self, n: int = 15) -> str:
+        return "\n".join(self.output.rstrip().splitlines()[-n:])
+
+
+def child_env(home: Path | str, *, threads: int = 1, path: str | None = None,
+              extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The minimal environment a child starts with: nothing inherited but ``PATH``.
+
+    ``home`` is its HOME and TMPDIR, ``threads`` its OpenMP/MKL thread count, ``path`` its
+    PATH (default: this process's), ``extra`` added last.
+    """
+    n = str(threads)
+    env = {
+        "PATH": path if path is not None else os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "LANG": "C.UTF-8",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONUNBUFFERED": "1",
+        "OMP_NUM_THREADS": n,
+        "MKL_NUM_THREADS": n,
+        "GLOO_SOCKET_IFNAME": "lo",
+        "TMPDIR": str(home),
+    }
+    env.update(extra or {})
+    return env
+
+
+class _Capture:
+    """Drains a pipe in a thread, keeping the first and last ``cap / 2`` bytes."""
+
+    def __init__(self, stream: Any, cap: int) -> None:
+        self.half = cap // 2
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.dropped = 0
+        self.thread = threading.Thread(target=self._pump, args=(stream,), daemon=True)
+        self.thread.start()
+
+    def _pump(self, stream: Any) -> None:
+        half = self.half
+        while chunk := stream.read(65536):
+            room = half - len(self.head)
+            if room > 0:
+                self.head += chunk[:room]
+                chunk = chunk[room:]
+            self.tail += chunk
+            if len(self.tail) > half:
+                self.dropped += len(self.tail) - half
+                del self.tail[: len(self.tail) - half]
+
+    def text(self) -> str:
+        self.thread.join(timeout=5)
+        mid = f"\n\n[... output truncated: {self.dropped} bytes omitted ...]\n\n" if self.dropped else ""
+        text = bytes(self.head).decode(errors="replace") + mid + bytes(self.tail).decode(errors="replace")
+        return text.replace("\x00", "\ufffd")  # NUL bytes, like invalid UTF-8, become U+FFFD
+
+
+def run_child(argv: list[str], *, cwd: Path, env: dict[str, str], timeout_s: float,
+              data_limit_mb: int | None = None, stdin: bytes | None = None,
+              uid: int | None = None, output_cap: int = _OUTPUT_CAP) -> ChildResult:
+    """Run ``argv`` in a new session; on timeout its whole process group is killed.
+
+    Output (stdout + stderr) is drained while it runs and capped, head and tail kept; peak
+    RSS comes from ``wait4``. ``uid`` runs the child as that user (the caller is root).
+    """
+    argv = with_data_limit(argv, data_limit_mb)
+    drop: dict[str, Any] = {} if uid is None else {"user": uid, "group": uid, "extra_groups": []}
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        argv,
+        cwd=str(cwd),
+        env=env,
+        stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        **drop,
+    )
+    if stdin is not None and proc.stdin is not None:
+        try:
+            proc.stdin.write(stdin)
+            proc.stdin.close()
+        except BrokenPipeError:
+            pass
+    cap = _Capture(proc.stdout, output_cap)
+    status, usage, timed_out = _wait(proc.pid, start + timeout_s)
+    _kill_group(proc.pid)  # stragglers left in the group (e.g. orphaned workers)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return ChildResult(
+        argv=argv,
+        returncode=None if timed_out else proc.returncode,
+        signal=-proc.returncode if proc.returncode < 0 else None,
+        output=cap.text(),
+        peak_rss_mb=round(usage.ru_maxrss / 1024.0, 1),
+        duration_s=round(time.monotonic() - start, 3),
+        timed_out=timed_out,
+    )
+
+
+def _wait(pid: int, deadline: float) -> tuple[int, Any, bool]:
+    """Reap ``pid`` (wait status, rusage, timed out); past ``deadline`` its group is killed."""
+    while True:
+        done, status, usage = os.wait4(pid, os.WNOHANG)
+        if done:
+            return status, usage, False
+        if time.monotonic() > deadline:
+            _kill_group(pid)
+            _, status, usage = os.wait4(pid, 0)
+            return status, usage, True
+        time.sleep(0.02)
+
+
+def with_data_limit(argv: list[str], data_limit_mb: int | None) -> list[str]:
+    """Prefix ``argv`` so it runs under RLIMIT_DATA = ``data_limit_mb`` (None: unchanged)."""
+    if data_limit_mb is None:
+        return argv
+    cap = str(data_limit_mb * 1024 * 1024)
+    return [sys.executable, "-S", "-c", _LIMIT_TRAMPOLINE, cap, *argv]
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass

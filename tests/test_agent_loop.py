@@ -1,5 +1,6 @@
 """sandbox_env.agent.loop against in-memory fakes: the corrective retry, refused actions, replies with
-several actions, model failures mid-episode and the score of an unfinished one.
+several actions, model failures mid-episode and the score of an unfinished one; and the compact
+observations the agent and the eval's policies ask for.
 
 The end-to-end runs over a real server and a scripted chat server are in test_agent.py."""
 
@@ -12,7 +13,13 @@ import openai
 
 from sandbox_env.agent import AgentConfig, ask_for_action, run_episode
 from sandbox_env.client import EnvClientError
+from sandbox_env.environment import TriageEnvironment
+from sandbox_env.eval import LLMAgent, OracleAgent
+from sandbox_env.eval.policies import AgentResult
+from sandbox_env.eval.session import EpisodeSession
 from sandbox_env.models import Observation, State, StepResult
+from sandbox_env.sandbox import MockSandbox
+from sandbox_env.tasks import TaskRegistry
 
 from .test_agent_model_client import FakeLLM, chat_reply, status_error
 
@@ -79,7 +86,7 @@ def test_one_corrective_retry_per_turn() -> None:
 def test_a_refused_action_is_logged_and_the_model_told() -> None:
     env = FakeEnv(EnvClientError(422, "old_str not found"), _obs(1, reward=0.05, done=True, score=0.9))
     res, lines = play(env, FakeLLM(chat_reply(json.dumps(READ)), chat_reply(json.dumps(RUN))))
-    assert env.resets == [{"task": "t", "seed": 3}]
+    assert env.resets == [{"task": "t", "seed": 3, "compact": True}]
     assert env.sent == [READ, RUN] and env.closed
     assert lines[1] == ("[STEP] step=1 action=read_file(a.py) reward=0.00 done=false "
                         "error=environment refused the action: HTTP 422: old_str not found")
@@ -118,3 +125,21 @@ def test_the_turn_limit_ends_an_endless_episode() -> None:
     assert res.error == "turn limit 3 reached before the episode ended" and res.steps == 3
     assert res.score == 0.001 and len(lines) == 5
 
+
+def test_agent_and_eval_policies_ask_the_in_process_session_for_compact_observations(
+        toy_tasks: TaskRegistry) -> None:
+    task = toy_tasks.get("toy_mean")
+    session = EpisodeSession(TriageEnvironment(toy_tasks, MockSandbox()))
+    assert OracleAgent().play(session, task, 0) == AgentResult()
+    assert session.env.compact and session.initial is not None
+    assert set(session.initial.files) == {"report.py", "stats.py"}  # every file on reset
+    shown = [(s.action_type, set(s.observation.files)) for s in session.steps if s.observation]
+    assert shown[:3] == [("execute_bash", set()), ("read_file", {"stats.py"}), ("edit_file", {"stats.py"})]
+
+    session = EpisodeSession(TriageEnvironment(toy_tasks, MockSandbox()))
+    llm = FakeLLM(chat_reply(json.dumps({"action_type": "read_file", "filename": "stats.py"})),
+                  status_error(openai.BadRequestError, 400))
+    LLMAgent(AgentConfig(api_key="k", model="m"), llm=llm).play(session, task, 0)  # type: ignore[arg-type]
+    assert session.env.compact and [set(s.observation.files) for s in session.steps
+                                    if s.observation] == [{"stats.py"}]
+    assert "report.py" not in llm.calls[1]["messages"][-1]["content"]  # only the file read is shown

@@ -70,10 +70,11 @@ class _Episode:
         self.failures = 0
 
     def play(self, task: str, run_command: str | None) -> None:
-        """Reset, then one turn after another until the episode is done, the turn limit is
-        reached, or a turn stops it (``res.error`` says why)."""
+        """Reset (compact observations: each step carries only the files it read or changed),
+        then one turn after another until the episode is done, the turn limit is reached, or a
+        turn stops it (``res.error`` says why)."""
         cfg, res = self.cfg, self.res
-        obs = self.obs = self.client.reset(task=task, seed=cfg.seed).observation
+        obs = self.obs = self.client.reset(task=task, seed=cfg.seed, compact=True).observation
         res.episode_id = obs.episode_id
         self.conv = Conversation(cfg, intro_message(obs, run_command, cfg.max_file_chars))
         max_turns = cfg.max_turns or obs.max_steps + cfg.max_consecutive_failures

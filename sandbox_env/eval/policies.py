@@ -84,7 +84,7 @@ class StepAgent(Agent):
         return task.max_steps + FREE_INFRA_ERRORS + (self.max_refusals or 0)
 
     def play(self, session: EpisodeSession, task: TaskSpec, seed: int) -> AgentResult:
-        obs = session.reset(task=task.id, seed=seed).observation
+        obs = session.reset(task=task.id, seed=seed, compact=True).observation
         pol = self.policy(task, seed)
         refused: str | None = None
         in_a_row = sent = 0

@@ -49,11 +49,11 @@ class EpisodeSession:
 
     # -- the TriageClient surface ---------------------------------------------------------
     def reset(self, task: str | None = None, seed: int | None = None,
-              episode_id: str | None = None) -> StepResult:
+              episode_id: str | None = None, compact: bool = False) -> StepResult:
         self._check_stop()
         t0 = time.monotonic()
         try:
-            obs = self.env.reset(seed=seed, episode_id=episode_id, task=task)
+            obs = self.env.reset(seed=seed, episode_id=episode_id, task=task, compact=compact)
         except UnknownTask as exc:
             raise EnvCallError(404, str(exc), "refused") from None
         except Exception as exc:

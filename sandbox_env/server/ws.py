@@ -4,6 +4,12 @@ Client messages ``{"type": "reset"|"step"|"state"|"close"|"mcp", "data": ...}``;
 ``{"type": "observation"|"state"|"mcp"|"error", "data": ...}``. A connection that stays
 silent past the idle timeout gets an ``IDLE_TIMEOUT`` error and is closed (the session
 reaper interrupts it: no timer per message).
+
+``/ws?session_id=<id>`` attaches to the live episode of that MCP session (its
+``Mcp-Session-Id``) or OpenEnv session (``openenv/session/create``) instead: the socket
+borrows it (closing the socket leaves it to its owner) and is refused with an error frame and
+close code 1008 when there is no such episode. ``step`` also takes OpenEnv's MCP actions
+``{"type": "list_tools"}`` and ``{"type": "call_tool", "tool_name", "arguments"}``.
 """
 
 from __future__ import annotations
@@ -14,12 +20,13 @@ from typing import Any
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from .mcp import McpHandler
+from .mcp import TOOLS, McpHandler, run_tool
 from .service import EpisodeService, parse_reset
 from .sessions import EpisodeError, Session
 
 WS_TRY_AGAIN_LATER = 1013
 WS_GOING_AWAY = 1001
+WS_POLICY_VIOLATION = 1008
 
 
 def error_frame(code: str, message: str, **extra: Any) -> str:
@@ -37,6 +44,10 @@ class WebSocketEpisode:
     async def serve(self, ws: WebSocket) -> None:
         await ws.accept()
         sessions = self.service.sessions
+        borrowed = ws.query_params.get("session_id")
+        if borrowed is not None:
+            await self._serve_borrowed(ws, borrowed)
+            return
         try:
             session = sessions.open(None, attached=True)
         except EpisodeError as exc:
@@ -60,10 +71,38 @@ class WebSocketEpisode:
         finally:
             await sessions.close(session.episode_id)
 
-    async def _loop(self, ws: WebSocket, session: Session) -> None:
+    async def _serve_borrowed(self, ws: WebSocket, episode_id: str) -> None:
+        """Run the loop on an HTTP/MCP session's episode, which the socket does not own."""
+        try:
+            session = self.service.sessions.get(episode_id) if episode_id else None
+        except EpisodeError:
+            session = None
+        if session is None or session.attached:
+            await ws.send_text(error_frame("UNKNOWN_EPISODE", f"no episode to attach to for session_id "
+                                           f"{episode_id!r}: start one first (MCP start_episode or "
+                                           "openenv/session/create), or connect /ws without session_id"))
+            await ws.close(code=WS_POLICY_VIOLATION, reason="UNKNOWN_EPISODE")
+            return
+        try:
+            await self._loop(ws, session, borrowed=True)
+        except WebSocketDisconnect:
+            pass
+
+    def _still_live(self, session: Session) -> bool:
+        try:
+            return self.service.sessions.get(session.episode_id) is session
+        except EpisodeError:
+            return False
+
+    async def _loop(self, ws: WebSocket, session: Session, borrowed: bool = False) -> None:
         while True:
             msg = await ws.receive()
             if msg["type"] == "websocket.disconnect":
+                return
+            if borrowed and not self._still_live(session):
+                await ws.send_text(error_frame("UNKNOWN_EPISODE", f"episode {session.episode_id!r} "
+                                               "was closed or expired by its session; the socket closes"))
+                await ws.close(code=WS_POLICY_VIOLATION, reason="UNKNOWN_EPISODE")
                 return
             session.touch()
             raw = msg.get("text")
@@ -73,14 +112,14 @@ class WebSocketEpisode:
                 await ws.send_text(error_frame("PAYLOAD_TOO_LARGE",
                                                f"message over {self.max_message_bytes} bytes"))
                 continue
-            reply, stop = await self._handle(raw, session)
+            reply, stop = await self._handle(raw, session, borrowed)
             if reply is not None:
                 await ws.send_text(reply)
             if stop:
                 await ws.close(code=1000)
                 return
 
-    async def _handle(self, raw: str, session: Session) -> tuple[str | None, bool]:
+    async def _handle(self, raw: str, session: Session, borrowed: bool) -> tuple[str | None, bool]:
         try:
             message = json.loads(raw)
         except json.JSONDecodeError as exc:
@@ -92,13 +131,18 @@ class WebSocketEpisode:
             match kind:
                 case "reset":
                     params = parse_reset(data, lenient=True)
-                    if params.episode_id:
+                    if params.episode_id and params.episode_id != session.episode_id:
+                        if borrowed:
+                            raise EpisodeError(409, "EPISODE_IN_USE", "this socket is attached to "
+                                               f"episode {session.episode_id!r}; its id cannot change")
                         self.service.sessions.rename(session, params.episode_id)
                     res = await self.service.reset(session, params)
                     return '{"type":"observation","data":' + res.model_dump_json() + "}", False
                 case "step":
                     if isinstance(data, dict) and "action_type" not in data and "action" in data:
                         data = data["action"]
+                    if isinstance(data, dict) and data.get("type") in ("list_tools", "call_tool"):
+                        return await self._mcp_action(data, session), False
                     res = await self.service.step(session, self.service.parse_action(data))
                     return '{"type":"observation","data":' + res.model_dump_json() + "}", False
                 case "state":
@@ -113,3 +157,27 @@ class WebSocketEpisode:
             return error_frame(exc.code, exc.message), False
         return error_frame("UNKNOWN_TYPE", f"unknown message type {kind!r}; expected one of "
                            "reset, step, state, close, mcp"), False
+
+    async def _mcp_action(self, data: dict[str, Any], session: Session) -> str:
+        """OpenEnv's MCP actions as steps: the tool list, or one tool call in this episode."""
+        if data["type"] == "list_tools":
+            obs: dict[str, Any] = {"tools": TOOLS, "done": False, "reward": None, "metadata": {}}
+            return json.dumps({"type": "observation", "data": {
+                "observation": obs, "reward": None, "done": False, "episode_id": session.episode_id}})
+        name = data.get("tool_name")
+        try:
+            result = await run_tool(self.service, name, data.get("arguments") or {}, lambda _: session)
+        except EpisodeError as exc:
+            kind = ("tool_not_found" if exc.message.startswith("unknown tool") else
+                    "invalid_args" if exc.code in ("INVALID_ACTION", "VALIDATION_ERROR", "UNKNOWN_TASK")
+                    else "execution_error")
+            obs = {"tool_name": name, "result": None, "done": False, "reward": None, "metadata": {},
+                   "error": {"error_type": kind, "message": f"{exc.code}: {exc.message}"}}
+            return json.dumps({"type": "observation", "data": {
+                "observation": obs, "reward": None, "done": False, "episode_id": session.episode_id}})
+        step = result["structuredContent"]
+        obs = {"tool_name": name, "result": result, "error": None, "done": step["done"],
+               "reward": step["reward"], "metadata": {}}
+        return json.dumps({"type": "observation", "data": {
+            "observation": obs, "reward": step["reward"], "done": step["done"],
+            "episode_id": session.episode_id}})

@@ -7,68 +7,38 @@ import re
 import uuid
 from typing import Any
 
-from pydantic import ValidationError
-
-from .models import (
-    ACTION_ADAPTER,
+from .actions import (
     EditFile,
     ExecuteBash,
-    Observation,
-    Outcome,
     ReadFile,
-    State,
     SubmitFix,
-    Verdict,
     ViewGitDiff,
+    examples_text,
+    parse_action,
 )
+from .errors import EpisodeDone, InvalidAction, NotReset, SandboxUnavailable
+from .models import Observation, Outcome, State, Verdict
 from .rubrics import ConceptJudge, ExplanationJudge, StepShaper, clamp_score, terminal_score
-from .sandbox.base import Sandbox, SandboxUnavailable, normalise_command
+from .sandbox.base import Sandbox, normalise_command
 from .tasks import TaskRegistry, TaskSpec
 from .workspace import Workspace, WorkspaceError, syntax_error
 
+__all__ = ["INSTRUCTIONS", "EpisodeDone", "InvalidAction", "NotReset", "TriageEnvironment", "parse_action"]
+
 FREE_INFRA_ERRORS = 3  # infrastructure failures that do not consume the step budget
 
-INSTRUCTIONS = """\
+INSTRUCTIONS = f"""\
 You are the on-call ML infrastructure engineer. A training job is failing; the incident
 report is in task_description. Reproduce the failure, find the root cause in the code, fix it
 with minimal, correct edits, and submit an explanation.
 
 Actions (JSON, one per step):
-  {"action_type": "read_file", "filename": "train.py"}
-  {"action_type": "edit_file", "filename": "train.py", "old_str": "<exact unique text>",
-   "new_str": "<replacement>"}
-  {"action_type": "execute_bash", "command": "python train.py"}
-  {"action_type": "view_git_diff", "filename": null}
-  {"action_type": "submit_fix", "explanation": "<root cause, mechanism, why the fix works>"}
+{examples_text("  ")}
 
 Your fix is verified by hidden behavioural checks that really run the code with their own
 settings: it must be correct, not just make the error disappear. Workarounds that hide the
 failure (catching exceptions, exiting early, shrinking the workload, raising timeouts,
 disabling the feature) are rejected. The explanation is scored only for a verified fix."""
-
-
-class EpisodeDone(RuntimeError):
-    """step() after the episode ended."""
-
-
-class NotReset(RuntimeError):
-    """step() or state before reset()."""
-
-
-class InvalidAction(ValueError):
-    """An action that does not validate; the message lists what is accepted."""
-
-
-def parse_action(data: Any) -> Any:
-    """Validate a raw action (dict) into one of the action models or raise InvalidAction."""
-    if isinstance(data, dict) and "action_type" not in data:
-        raise InvalidAction("the action has no action_type; expected one of: read_file, "
-                            "edit_file, execute_bash, view_git_diff, submit_fix")
-    try:
-        return ACTION_ADAPTER.validate_python(data)
-    except ValidationError as exc:
-        msgs = [f"{'.'.join(str(p) for p in e['loc']) or 'action'}: {e['msg']}" for e in exc.errors()]
-        raise InvalidAction("invalid action: " + "; ".join(msgs[:6])) from None
 
 
 class TriageEnvironment:

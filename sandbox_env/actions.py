@@ -1,0 +1,160 @@
+"""The action vocabulary in one table: the action models and everything each face derives from it.
+
+``ACTIONS`` lists the action models; each model's docstring, fields (with their
+descriptions and limits) and ``example`` are the only place an action is described. The
+discriminated union and its validator, the agent-facing formats (instructions and the
+baseline agent's prompt), the MCP tools and their JSON schemas, the TRL tool docstrings and
+the HTTP wire schema are all derived here or from these models, so adding a field to an
+action is one edit in its model.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, ClassVar, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from .errors import InvalidAction
+
+MAX_TEXT = 200_000  # characters accepted in one edit / explanation
+MAX_COMMAND = 10_000
+MAX_PATH = 512
+
+
+def _require_action_type(schema: dict[str, Any], _: type) -> None:
+    """action_type has a default (handy in code) but the wire format requires it."""
+    required = schema.setdefault("required", [])
+    if "action_type" not in required:
+        required.insert(0, "action_type")
+
+
+class ActionModel(BaseModel):
+    """Base of every action: ``action_type`` names it, ``metadata`` is free-form and ignored."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_require_action_type)
+    example: ClassVar[dict[str, Any]] = {}
+    metadata: dict[str, Any] = Field(default_factory=dict, description="free-form, ignored")
+
+    @classmethod
+    def kind(cls) -> str:
+        return cls.model_fields["action_type"].default  # type: ignore[no-any-return]
+
+    @classmethod
+    def argument_names(cls) -> tuple[str, ...]:
+        """The action's own fields: what a tool call passes as arguments."""
+        return tuple(n for n in cls.model_fields if n not in ("action_type", "metadata"))
+
+    @classmethod
+    def required_arguments(cls) -> tuple[str, ...]:
+        return tuple(n for n in cls.argument_names() if cls.model_fields[n].is_required())
+
+    @classmethod
+    def summary(cls) -> str:
+        return " ".join((cls.__doc__ or "").split())
+
+
+class ReadFile(ActionModel):
+    """Read one file of the workspace."""
+
+    action_type: Literal["read_file"] = "read_file"
+    filename: str = Field(min_length=1, max_length=MAX_PATH,
+                          description="path relative to the workspace root, e.g. train.py")
+    example: ClassVar[dict[str, Any]] = {"action_type": "read_file", "filename": "train.py"}
+
+
+class EditFile(ActionModel):
+    """Replace exactly one occurrence of old_str by new_str (old_str empty: create a new file)."""
+
+    action_type: Literal["edit_file"] = "edit_file"
+    filename: str = Field(min_length=1, max_length=MAX_PATH,
+                          description="path relative to the workspace root")
+    old_str: str = Field(max_length=MAX_TEXT, description="exact text to replace; must occur exactly once")
+    new_str: str = Field(max_length=MAX_TEXT, description="the replacement text")
+    example: ClassVar[dict[str, Any]] = {"action_type": "edit_file", "filename": "train.py",
+                                         "old_str": "<exact unique text>", "new_str": "<replacement>"}
+
+
+class ExecuteBash(ActionModel):
+    """Run a shell command in the workspace (in a throwaway sandbox, not on the server)."""
+
+    action_type: Literal["execute_bash"] = "execute_bash"
+    command: str = Field(min_length=1, max_length=MAX_COMMAND,
+                         description="the shell command, e.g. python train.py")
+    example: ClassVar[dict[str, Any]] = {"action_type": "execute_bash", "command": "python train.py"}
+
+
+class ViewGitDiff(ActionModel):
+    """Unified diff of the workspace against the original repo (one file or all)."""
+
+    action_type: Literal["view_git_diff"] = "view_git_diff"
+    filename: str | None = Field(default=None, max_length=MAX_PATH,
+                                 description="one file's diff, or every change when omitted")
+    example: ClassVar[dict[str, Any]] = {"action_type": "view_git_diff", "filename": None}
+
+
+class SubmitFix(ActionModel):
+    """End the episode: the fix is verified by hidden checks and the explanation judged."""
+
+    action_type: Literal["submit_fix"] = "submit_fix"
+    explanation: str = Field(max_length=MAX_TEXT,
+                             description="root cause, mechanism, and why the fix works")
+    example: ClassVar[dict[str, Any]] = {"action_type": "submit_fix",
+                                         "explanation": "<root cause, mechanism, why the fix works>"}
+
+
+ACTIONS: tuple[type[ActionModel], ...] = (ReadFile, EditFile, ExecuteBash, ViewGitDiff, SubmitFix)
+ACTION_TYPES: tuple[str, ...] = tuple(m.kind() for m in ACTIONS)
+ACTION_MODELS: dict[str, type[ActionModel]] = {m.kind(): m for m in ACTIONS}
+Action = Annotated[Union[ACTIONS], Field(discriminator="action_type")]  # type: ignore[valid-type]  # noqa: UP007
+ACTION_ADAPTER: TypeAdapter[Any] = TypeAdapter(Action)
+
+
+def validation_message(exc: ValidationError, prefix: str = "invalid request", limit: int = 8) -> str:
+    """One line per pydantic error (location: message), the way every face reports them."""
+    msgs = [f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in exc.errors()]
+    return f"{prefix}: " + "; ".join(msgs[:limit])
+
+
+def parse_action(data: Any) -> ActionModel:
+    """Validate a raw action (a dict) into its model, or raise InvalidAction saying what is accepted."""
+    if isinstance(data, ActionModel):
+        return data
+    if isinstance(data, dict) and "action_type" not in data:
+        raise InvalidAction(f"the action has no action_type; expected one of: {', '.join(ACTION_TYPES)}")
+    try:
+        return ACTION_ADAPTER.validate_python(data)  # type: ignore[no-any-return]
+    except ValidationError as exc:
+        raise InvalidAction(validation_message(exc, "invalid action", 6)) from None
+
+
+def example_line(kind: str) -> str:
+    """One action's example as the single JSON line agents are shown."""
+    return json.dumps(ACTION_MODELS[kind].example)
+
+
+def examples_text(indent: str = "") -> str:
+    """Every action's example, one JSON line each (instructions, the agent's prompt)."""
+    return "\n".join(indent + example_line(k) for k in ACTION_TYPES)
+
+
+def tool_input_schema(model: type[ActionModel]) -> dict[str, Any]:
+    """JSON schema of an action's arguments (a tool's input), without action_type and metadata."""
+    schema = model.model_json_schema()
+    props = {k: v for k, v in schema["properties"].items() if k in model.argument_names()}
+    return {"type": "object", "properties": props,
+            "required": [k for k in schema.get("required", []) if k in props],
+            "additionalProperties": False}
+
+
+def tool_docstring(model: type[ActionModel], returns: str) -> str:
+    """A Google-style docstring for a tool method (what transformers' get_json_schema reads)."""
+    lines = [model.summary(), ""]
+    if model.argument_names():
+        lines.append("Args:")
+        for name in model.argument_names():
+            field = model.model_fields[name]
+            lines.append(f"    {name}: {field.description or name}")
+        lines.append("")
+    lines += ["Returns:", f"    {returns}"]
+    return "\n".join(lines)

@@ -147,6 +147,15 @@ def cmd_images(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_runner(args: argparse.Namespace) -> int:
+    from .runner_env import build
+
+    pip_args = args.pip_args.split() if args.pip_args else None
+    env = build(force=args.force, python=args.python, pip_args=pip_args)
+    print(f"{env.path}: torch {env.torch}, Python {env.python_version}")
+    return 0
+
+
 def cmd_reap(args: argparse.Namespace) -> int:
     n = 0
     for mode in modes():  # every backend cleans up after its own crashes
@@ -289,6 +298,15 @@ def build_parser() -> argparse.ArgumentParser:
                         "+ local wheelhouse; auto: offline when no registry answers")
     s.add_argument("--runner-only", action="store_true")
     s.set_defaults(fn=cmd_images)
+
+    s = sub.add_parser("runner", help="build the runner venv process mode runs with (torch 2.13.0 CPU)")
+    s.add_argument("action", choices=["build"])
+    s.add_argument("--force", action="store_true", help="rebuild even if current")
+    s.add_argument("--python", help="base interpreter (default: /usr/bin/python3 when it is this "
+                                    "Python's minor version)")
+    s.add_argument("--pip-args", help="extra pip arguments, e.g. '--index-url "
+                                      "https://download.pytorch.org/whl/cpu'")
+    s.set_defaults(fn=cmd_runner)
 
     s = sub.add_parser("reap", help="remove leftover sandbox containers and volumes")
     s.add_argument("--owner", help="only this owner's (default: all sandbox-env containers)")

@@ -53,16 +53,16 @@ def _add(name: str, cls: type, **kw: Any) -> registry.Backend:
 
 
 def test_builtin_modes_and_every_list_derived_from_them() -> None:
-    assert registry.modes() == ("mock", "docker", "local")
+    assert registry.modes() == ("mock", "docker", "process", "local")
     assert get_args(Mode) == registry.modes()
     parser = cli.build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     choices = {name: next(a.choices for a in p._actions if a.dest == "mode")
                for name, p in sub.choices.items() if any(a.dest == "mode" for a in p._actions)}
-    assert tuple(choices["serve"]) == ("mock", "docker", "local", "auto")
-    assert set(choices["record"]) == set(choices["certify"]) == {"docker", "local"}  # real ones
-    assert set(choices["eval"]) == {"mock", "docker", "auto"}  # safe for untrusted agents
-    assert [b.name for b in registry.tiers()] == ["docker", "mock"]
+    assert tuple(choices["serve"]) == ("mock", "docker", "process", "local", "auto")
+    assert set(choices["record"]) == set(choices["certify"]) == {"docker", "process", "local"}  # real ones
+    assert set(choices["eval"]) == {"mock", "docker", "process", "auto"}  # safe for untrusted agents
+    assert [b.name for b in registry.tiers()] == ["docker", "process", "mock"]
 
 
 def test_builtin_backends_implement_the_protocols() -> None:

@@ -151,5 +151,7 @@ register(Backend("mock", "sandbox_env.sandbox.mock:MockSandbox", tier=100, real=
                  summary="replays runs recorded for real; no Docker, no torch"))
 register(Backend("docker", "sandbox_env.sandbox.docker:DockerSandbox", tier=0, untrusted=True,
                  summary="throwaway locked-down containers (the isolated way to run)"))
+register(Backend("process", "sandbox_env.sandbox.process:ProcessSandbox", tier=50, untrusted=True,
+                 summary="bubblewrap namespaces with the project's runner venv (no daemon)"))
 register(Backend("local", "sandbox_env.sandbox.local:LocalSandbox",
                  summary="host processes with host torch; no isolation: recording and dev only"))

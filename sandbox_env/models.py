@@ -5,13 +5,23 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field
 
-from .sandbox.registry import modes
-
-MAX_TEXT = 200_000  # characters accepted in one edit / explanation
-MAX_COMMAND = 10_000
-MAX_PATH = 512
+# The action vocabulary lives in actions.py (one table); re-exported here for callers.
+from .actions import (  # noqa: F401
+    ACTION_ADAPTER,
+    ACTION_TYPES,
+    MAX_COMMAND,
+    MAX_PATH,
+    MAX_TEXT,
+    Action,
+    ActionModel,
+    EditFile,
+    ExecuteBash,
+    ReadFile,
+    SubmitFix,
+    ViewGitDiff,
+)
 
 
 class Outcome(StrEnum):
@@ -22,64 +32,6 @@ class Outcome(StrEnum):
     timeout = "timeout"
     oom_killed = "oom_killed"
     infra_error = "infra_error"
-
-
-# --------------------------------------------------------------------------- actions
-def _require_action_type(schema: dict[str, Any], _: type) -> None:
-    """action_type has a default (handy in code) but the wire format requires it."""
-    required = schema.setdefault("required", [])
-    if "action_type" not in required:
-        required.insert(0, "action_type")
-
-
-class _Action(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_extra=_require_action_type)
-    metadata: dict[str, Any] = Field(default_factory=dict, description="free-form, ignored")
-
-
-class ReadFile(_Action):
-    """Read one file of the workspace."""
-
-    action_type: Literal["read_file"] = "read_file"
-    filename: str = Field(min_length=1, max_length=MAX_PATH)
-
-
-class EditFile(_Action):
-    """Replace exactly one occurrence of old_str by new_str (old_str empty: create a new file)."""
-
-    action_type: Literal["edit_file"] = "edit_file"
-    filename: str = Field(min_length=1, max_length=MAX_PATH)
-    old_str: str = Field(max_length=MAX_TEXT)
-    new_str: str = Field(max_length=MAX_TEXT)
-
-
-class ExecuteBash(_Action):
-    """Run a shell command in the workspace (in a throwaway container in docker mode)."""
-
-    action_type: Literal["execute_bash"] = "execute_bash"
-    command: str = Field(min_length=1, max_length=MAX_COMMAND)
-
-
-class ViewGitDiff(_Action):
-    """Unified diff of the workspace against the original repo (one file or all)."""
-
-    action_type: Literal["view_git_diff"] = "view_git_diff"
-    filename: str | None = Field(default=None, max_length=MAX_PATH)
-
-
-class SubmitFix(_Action):
-    """End the episode: the fix is verified by hidden checks and the explanation judged."""
-
-    action_type: Literal["submit_fix"] = "submit_fix"
-    explanation: str = Field(max_length=MAX_TEXT)
-
-
-Action = Annotated[
-    ReadFile | EditFile | ExecuteBash | ViewGitDiff | SubmitFix,
-    Field(discriminator="action_type"),
-]
-ACTION_ADAPTER: TypeAdapter[Any] = TypeAdapter(Action)
-ACTION_TYPES = ("read_file", "edit_file", "execute_bash", "view_git_diff", "submit_fix")
 
 
 # --------------------------------------------------------------------------- execution
@@ -119,7 +71,10 @@ class Verdict(BaseModel):
 
 
 # --------------------------------------------------------------------------- episode
-Mode = Literal[modes()]  # type: ignore[valid-type]  # the registered sandbox backends
+# The name of a registered sandbox backend (sandbox/registry.py is the one list of them; the
+# domain layer does not import the sandbox layer, so the name is a string here).
+Mode = Annotated[str, Field(min_length=1, max_length=32, description="the sandbox backend's name, "
+                            "as registered in sandbox_env/sandbox/registry.py (mock, docker, ...)")]
 RunStatus = Literal["not_run", "failing", "passing", "unknown"]
 
 

@@ -6,27 +6,12 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..environment import InvalidAction, parse_action
-from ..models import ACTION_TYPES, EditFile, ExecuteBash, ReadFile, SubmitFix, ViewGitDiff
+from ..actions import ACTION_MODELS, ACTION_TYPES, ActionModel, example_line, examples_text, parse_action
+from ..errors import InvalidAction
 
-AnyAction = ReadFile | EditFile | ExecuteBash | ViewGitDiff | SubmitFix
+AnyAction = ActionModel
 
-ACTION_FIELDS: dict[str, tuple[str, ...]] = {  # the fields of each action; all required but the diff's
-    "read_file": ("filename",),
-    "edit_file": ("filename", "old_str", "new_str"),
-    "execute_bash": ("command",),
-    "view_git_diff": ("filename",),
-    "submit_fix": ("explanation",),
-}
-OPTIONAL_FIELDS = {("view_git_diff", "filename")}
-
-ACTION_FORMATS = """\
-{"action_type": "read_file", "filename": "train.py"}
-{"action_type": "edit_file", "filename": "train.py", "old_str": "<exact text, unique in the file>", \
-"new_str": "<replacement>"}
-{"action_type": "execute_bash", "command": "python train.py"}
-{"action_type": "view_git_diff", "filename": null}
-{"action_type": "submit_fix", "explanation": "<root cause, mechanism, why the fix works>"}"""
+ACTION_FORMATS = examples_text()  # one JSON line per action, derived from the action table
 
 
 class ReplyError(ValueError):
@@ -85,9 +70,10 @@ def _validate(candidate: dict[str, Any]) -> AnyAction:
     kind = candidate.get("action_type")
     if kind not in ACTION_TYPES:
         raise ReplyError(f"unknown action_type {kind!r}; expected one of: {', '.join(ACTION_TYPES)}")
-    fields = {*ACTION_FIELDS[kind], "action_type", "metadata"}
+    model = ACTION_MODELS[kind]
+    fields = {*model.argument_names(), "action_type", "metadata"}
     data = {k: v for k, v in candidate.items() if k in fields}  # extra keys ("thought", ...) dropped
-    missing = [f for f in ACTION_FIELDS[kind] if f not in data and (kind, f) not in OPTIONAL_FIELDS]
+    missing = [f for f in model.required_arguments() if f not in data]
     if missing:
         raise ReplyError(f"{kind} is missing {', '.join(missing)}; expected "
                          f"{_format_of(kind)}")
@@ -98,7 +84,7 @@ def _validate(candidate: dict[str, Any]) -> AnyAction:
 
 
 def _format_of(kind: str) -> str:
-    return next(line for line in ACTION_FORMATS.splitlines() if f'"{kind}"' in line)
+    return example_line(kind)
 
 
 def _no_object_error(text: str) -> ReplyError:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, Field, computed_field
 
-from ..models import EditFile, ExecuteBash, ReadFile, ViewGitDiff
+from ..actions import EditFile, ExecuteBash, ReadFile, ViewGitDiff
 from ..rubrics import SCORE_MIN
 from .replies import AnyAction
 from .text import one_line

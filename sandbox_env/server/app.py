@@ -278,10 +278,20 @@ def create_app(tasks: TaskRegistry, sandbox: Sandbox, config: ServerConfig | Non
     async def mcp_endpoint() -> Response:
         return AsgiReply(mcp_asgi)
 
-    @app.api_route("/mcp", methods=["GET", "DELETE"], include_in_schema=False)
-    async def mcp_session() -> Response:
-        """DELETE ends the MCP session and its episode; GET is 405 (no server-initiated stream)."""
+    @app.delete("/mcp", responses={200: {"description": "the session and its episode are closed"},
+                                   400: {"description": "no Mcp-Session-Id (JSON-RPC error body)"},
+                                   404: {"description": "unknown or ended session (JSON-RPC error body)"}},
+                openapi_extra={"parameters": [{"name": "Mcp-Session-Id", "in": "header", "required": True,
+                                               "schema": {"type": "string"}}]})
+    async def mcp_end_session() -> Response:
+        """End an MCP session (the ``Mcp-Session-Id`` header) and close its episode."""
         return AsgiReply(mcp_asgi)
+
+    @app.api_route("/mcp", methods=["GET", "PUT", "PATCH", "OPTIONS", "TRACE"], include_in_schema=False)
+    async def mcp_other_methods() -> Response:
+        """405, naming the methods /mcp has (GET too: no server-initiated event stream is offered)."""
+        return JSONResponse({"detail": "Method Not Allowed", "code": "METHOD_NOT_ALLOWED"},
+                            status_code=405, headers={"allow": "POST, DELETE"})
 
     probes: dict[str, tuple[float, tuple[bool, str]]] = {}
 

@@ -26,17 +26,23 @@ the model as a tool; on TRL >= 1.8 a subclass may add ``def get_reward(self): re
 instead of passing :func:`reward_fn` (not both, or the reward counts twice).
 
 Transport, chosen when an instance is built: with ``SANDBOX_ENV_URL`` (or ``ENV_URL``) set,
-episodes run on that sandbox-env server over HTTP (one live episode per instance, closed at
-the next reset); otherwise in process, in mock mode, over the tasks in ``SANDBOX_ENV_TASK_ROOT``
+episodes run on that sandbox-env server over HTTP (one live episode per instance). TRL never
+closes its environments, so an instance closes its server episode itself: at the next reset,
+when it is garbage-collected, and at interpreter exit (``weakref.finalize``, with a short
+timeout, errors ignored), so finished runs free their sessions without waiting for the server's
+idle timeout. Otherwise in process, in mock mode, over the tasks in ``SANDBOX_ENV_TASK_ROOT``
 (or the package's ``task_repos``). The in-process registry, sandbox and judge are built once per
 process and shared, so constructing many instances is cheap. For docker mode, run a server
-(``MODE=docker bash scripts/start.sh``) and point ``SANDBOX_ENV_URL`` at it.
+(``MODE=docker bash scripts/start.sh``) and point ``SANDBOX_ENV_URL`` at it. Both transports ask
+for the compact observation (``reset(compact=True)``): ``current_files`` holds only the files a
+step read or changed, not the whole workspace on every step.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +51,7 @@ from .models import Observation
 from .tasks import TaskRegistry, UnknownTask, default_task_root
 
 URL_ENV_VARS = ("SANDBOX_ENV_URL", "ENV_URL")
+RELEASE_TIMEOUT_S = 5.0  # closing an episode at garbage collection or exit never waits longer
 
 _shared_lock = threading.Lock()
 _shared_registries: dict[Path, TaskRegistry] = {}
@@ -81,7 +88,7 @@ class _LocalEpisodes:
         if self._env is None:
             sandbox, judge = _shared_sandbox_and_judge()
             self._env = TriageEnvironment(_shared_registry(self.root), sandbox, judge, owns_sandbox=False)
-        return self._env.reset(task=task, seed=seed)
+        return self._env.reset(task=task, seed=seed, compact=True)
 
     def step(self, action: dict[str, Any]) -> Observation:
         assert self._env is not None
@@ -120,7 +127,7 @@ class _RemoteEpisodes:
         client = self._http()
         self._close_episode()
         try:
-            return self._call(client.reset, task=task, seed=seed).observation
+            return self._call(client.reset, task=task, seed=seed, compact=True).observation
         except EnvClientError as exc:
             if exc.status == 404 and task:
                 ids = [t["id"] for t in self._call(client.tasks)]
@@ -155,6 +162,30 @@ class _RemoteEpisodes:
             self._client.close()
             self._client = None
 
+    def release(self) -> None:
+        """Close the live episode from a finalizer (GC or interpreter exit): bounded, never raises.
+
+        A fresh short-timeout request rather than the client's pool (whose timeout suits steps that
+        run a training job), so a hung or vanished server cannot stall garbage collection or exit.
+        """
+        client, self._client = self._client, None
+        if client is None:
+            return
+        try:
+            if client.episode_id:
+                import httpx
+
+                httpx.post(self.url.rstrip("/") + "/close", json={"episode_id": client.episode_id},
+                           timeout=RELEASE_TIMEOUT_S)
+        except Exception:  # the server is gone or the episode expired: nothing left to free
+            pass
+        finally:
+            client.episode_id = None
+            try:
+                client.close()
+            except Exception:
+                pass
+
 
 class TriageToolEnv:
     """One sandbox-env debugging episode per rollout, for ``GRPOTrainer(environment_factory=...)``.
@@ -181,6 +212,10 @@ class TriageToolEnv:
         url = next((os.environ[v] for v in URL_ENV_VARS if os.environ.get(v)), None)
         self._episodes: _LocalEpisodes | _RemoteEpisodes = (
             _RemoteEpisodes(url) if url else _LocalEpisodes(default_task_root()))
+        if isinstance(self._episodes, _RemoteEpisodes):
+            # TRL never closes its environments: free the server episode when this instance is
+            # collected or at exit. The callback holds the transport, never the instance.
+            weakref.finalize(self, self._episodes.release)
         self._started = False
         self._last_hint: str | None = None
         self.reward = 0.0
@@ -194,6 +229,9 @@ class TriageToolEnv:
     def reset(self, **kwargs: Any) -> str:
         """Start an episode and return the incident, the file list and the run command as text.
 
+        The text begins with a blank line: TRL appends it to the last user message as is, so the
+        incident starts on its own line after the dataset's prompt.
+
         Reads ``task`` (or ``task_id``) and ``seed`` from the dataset row; every other column
         (``prompt`` included) is ignored. Without a task, the seed picks one (no seed: random).
         Raises UnknownTask (naming the available tasks) for a task id that does not exist.
@@ -206,7 +244,7 @@ class TriageToolEnv:
         self.reward, self.shaped_reward, self.done, self.score = 0.0, 0.0, False, None
         self.task, self.observation = obs.task_name, obs
         return (
-            f"# Incident ({obs.task_name})\n{obs.task_description.strip()}\n\n"
+            f"\n\n# Incident ({obs.task_name})\n{obs.task_description.strip()}\n\n"
             f"{obs.terminal_output.strip()}\n"
             f"Step budget: {obs.max_steps} tool calls.\n\n"
             "Reproduce the failure, find the root cause, fix it with minimal edits, then call "

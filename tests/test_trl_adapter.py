@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import gc
 import inspect
+import os
 import re
+import subprocess
+import sys
+import textwrap
 import typing
 from collections.abc import Iterator
 from typing import Any
@@ -120,6 +125,79 @@ def test_remote_reset_closes_the_previous_session(monkeypatch: pytest.MonkeyPatc
         env.reset(task=TASK_IDS[0])
         assert active() == before + 1
     assert active() == before
+
+
+def active_sessions(url: str) -> int:
+    return httpx.get(url + "/health").json()["active_sessions"]
+
+
+def test_remote_sessions_close_when_instances_are_dropped(monkeypatch: pytest.MonkeyPatch,
+                                                          server_url: str) -> None:
+    """TRL never closes its environments: garbage collection frees their server episodes at once."""
+    monkeypatch.setenv("SANDBOX_ENV_URL", server_url)
+    before = active_sessions(server_url)
+    envs = [TriageToolEnv() for _ in range(3)]
+    for env in envs:
+        env.reset(task=TASK_IDS[0])
+    envs[0].submit_fix(NO_FIX)  # a finished episode is still a live session until closed
+    assert active_sessions(server_url) == before + 3
+    envs.append(TriageToolEnv())  # never reset: nothing to close
+    del env
+    envs.clear()
+    gc.collect()
+    assert active_sessions(server_url) == before
+
+
+def run_python(code: str, *args: str, url: str) -> subprocess.CompletedProcess[str]:
+    """A fresh interpreter with SANDBOX_ENV_URL set (and no LLM judge), its output captured."""
+    env = {k: v for k, v in os.environ.items() if k not in (*URL_ENV_VARS, "SANDBOX_ENV_JUDGE_MODEL")}
+    return subprocess.run([sys.executable, "-c", code, *args], env={**env, "SANDBOX_ENV_URL": url},
+                          capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_remote_sessions_close_at_interpreter_exit(server_url: str) -> None:
+    """Instances alive at exit (e.g. in a trainer's pool) close their episodes; a dead server is ignored."""
+    script = textwrap.dedent("""
+        import sys
+        from sandbox_env.trl import TriageToolEnv
+        keep = [TriageToolEnv() for _ in range(2)]
+        for env in keep:
+            env.reset(task=sys.argv[1])
+        sys.modules["__main__"].keep_alive = keep  # still referenced when the interpreter exits
+        print("started", flush=True)
+    """)
+    before = active_sessions(server_url)
+    done = run_python(script, TASK_IDS[0], url=server_url)
+    assert done.returncode == 0 and "started" in done.stdout, done.stderr
+    assert active_sessions(server_url) == before
+    # the server went away: the finalizer gives up quietly (nothing listens on port 9)
+    dead = run_python("from sandbox_env.trl import TriageToolEnv\n"
+                      "e = TriageToolEnv(); e._episodes._http().episode_id = 'gone'", url="http://127.0.0.1:9")
+    assert dead.returncode == 0 and not dead.stderr.strip(), dead.stderr
+
+
+def test_reset_text_starts_on_its_own_line(transport: str) -> None:
+    """TRL appends reset()'s text to the last user message as is: it must not run on from the prompt."""
+    env = TriageToolEnv()
+    prompt = [{"role": "user", "content": "Fix the failing job."}]
+    text = env.reset(prompt=prompt, task=TASK_IDS[0])
+    assert text.startswith("\n\n# Incident (")
+    merged = prompt[-1]["content"] + text  # exactly what GRPOTrainer builds
+    assert merged.splitlines()[:3] == ["Fix the failing job.", "", f"# Incident ({TASK_IDS[0]})"]
+    env._close()
+
+
+def test_observations_are_compact(transport: str) -> None:
+    """Each step's observation carries only the files it read or changed, not the whole workspace."""
+    env = TriageToolEnv()
+    env.reset(task="oom_graph_leak")
+    obs = env.observation
+    assert obs is not None and len(obs.files) > 1 and set(obs.current_files) == set(obs.files)
+    env.read_file("train.py")
+    assert list(env.observation.current_files) == ["train.py"]  # type: ignore[union-attr]
+    env.view_git_diff()
+    assert env.observation.current_files == {}  # type: ignore[union-attr]
+    env._close()
 
 
 def test_construction_is_cheap_and_does_no_io(monkeypatch: pytest.MonkeyPatch) -> None:

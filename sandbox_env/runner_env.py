@@ -3,7 +3,7 @@
 A venv the project creates and owns (``sandbox-env runner build``), with torch pinned to the
 same CPU build as the docker runner image, so process-mode runs never use whatever the host
 has installed. It lives in a cache dir (``$SANDBOX_ENV_RUNNER_VENV``, else
-``$XDG_CACHE_HOME/sandbox-env/runner-<spec hash>``), is built in a scratch directory and
+``$XDG_CACHE_HOME/sandbox-env/runner-<spec hash>``, /var/cache for root), is built in a scratch directory and
 moved into place only once torch imports, and carries a marker (``runner.json``) recording
 what it was built from; a build whose marker matches is a no-op.
 """
@@ -78,7 +78,9 @@ def venv_dir(python: str | None = None) -> Path:
     """Where the runner venv lives (``$SANDBOX_ENV_RUNNER_VENV`` overrides)."""
     if env := os.environ.get("SANDBOX_ENV_RUNNER_VENV"):
         return Path(env).expanduser().absolute()
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    # root's home is private, and process mode runs sandboxes as an unprivileged uid when root
+    cache = Path("/var/cache") if os.geteuid() == 0 else Path(
+        os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return (cache / "sandbox-env" / f"runner-{spec_hash(python)}").absolute()
 
 
@@ -89,6 +91,7 @@ def load(path: Path | None = None) -> RunnerEnv | None:
         env = RunnerEnv.model_validate_json((path / MARKER).read_text())
     except (OSError, ValueError):
         return None
+    env.path, env.python = str(path), str(path / "bin" / "python")  # the venv may have been moved
     if not Path(env.python).exists() or env.torch != TORCH_VERSION:
         return None
     return env

@@ -20,6 +20,7 @@ from pathlib import Path
 from ...runner_env import RunnerEnv
 
 SANDBOX_UID = 1000
+NOBODY = 65534
 RUNNER_MOUNT = "/opt/venv"  # where the runner venv appears (the docker image's path too)
 WORKSPACE = "/workspace"
 WORKSPACE_MB = 512
@@ -121,6 +122,32 @@ def scratch_mounts(*, proc: str | None = None, workspace_tmpfs: bool = True) -> 
     return a
 
 
+def host_uid() -> int | None:
+    """The host uid sandboxes run as: ``$SANDBOX_ENV_PROCESS_UID``, else nobody when root, else ours.
+
+    Never root: inside, uid 1000 maps to it, and root is exempt from RLIMIT_NPROC and owns
+    every system file the sandbox sees.
+    """
+    if env := os.environ.get("SANDBOX_ENV_PROCESS_UID"):
+        return int(env)
+    return NOBODY if os.geteuid() == 0 else None
+
+
+def hand_over(path: Path, uid: int | None) -> None:
+    """Give ``path`` (and everything under it) to ``uid``, the sandboxes' host uid (None: ours)."""
+    if uid is None:
+        return
+    os.chown(path, uid, uid)
+    for root, dirs, files in os.walk(path):
+        for name in dirs + files:
+            os.chown(os.path.join(root, name), uid, uid, follow_symlinks=False)
+
+
+def as_uid(uid: int | None) -> dict[str, object]:
+    """subprocess keyword arguments that run a child as ``uid`` (None: as we are)."""
+    return {} if uid is None else {"user": uid, "group": uid, "extra_groups": []}
+
+
 def probe(bwrap: str, runner: RunnerEnv, etc_dir: Path) -> tuple[bool, str]:
     """Whether a sandbox can start here: runs the runner's interpreter inside one."""
     view = View(runner.path, runner.base_prefix, str(etc_dir))
@@ -128,7 +155,8 @@ def probe(bwrap: str, runner: RunnerEnv, etc_dir: Path) -> tuple[bool, str]:
             "--remount-ro", "/", "--", f"{RUNNER_MOUNT}/bin/python", "-IS", "-c",
             "import os; print(os.getuid())"]
     try:
-        out = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False, cwd="/",
+                             **as_uid(host_uid()))  # type: ignore[call-overload]
     except (OSError, subprocess.SubprocessError) as exc:
         return False, f"bwrap could not start: {exc}"
     if out.returncode != 0 or out.stdout.strip() != str(SANDBOX_UID):

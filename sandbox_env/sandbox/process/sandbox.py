@@ -38,11 +38,13 @@ from ..verification import CHECK_BUDGET_S, CHECK_OUTPUT_CAP, new_nonce, verdict_
 from . import cgroups
 from .bwrap import (
     RUNNER_MOUNT,
+    TMP_MB,
     WORKSPACE,
-    WORKSPACE_MB,
     View,
     bwrap_version,
     find_bwrap,
+    hand_over,
+    host_uid,
     namespaces,
     probe,
     scratch_mounts,
@@ -58,6 +60,7 @@ MAX_ENTRIES = 20_000  # files and directories taken back from one run
 VERIFY_CPUS = 2
 VERIFY_DATA_MB = 4096  # per process in verification (docker: a 4 GB container)
 VERIFY_PIDS = 1024
+FSIZE = (TMP_MB + 64) << 20  # per file: just over the largest tmpfs, so a full one says ENOSPC
 _PROBES: dict[str, tuple[bool, str]] = {}
 _PROBE_LOCK = threading.Lock()
 
@@ -89,11 +92,13 @@ class ProcessSandbox:
         if runner is None or bwrap is None:
             raise SandboxUnavailable("process mode needs bwrap and the runner venv")
         self.runner, self.bwrap = runner, bwrap
+        self.uid = host_uid()
         self.cgroup_base, self.cgroup_note = cgroups.probe()
         self._static = Path(tempfile.mkdtemp(prefix="sbx-process-", dir=_stage_root()))
         write_etc(self._static / "etc")
         self.view = View(runner.path, runner.base_prefix, str(self._static / "etc"))
         self._write_nested()
+        hand_over(self._static, self.uid)
         log.info("process sandbox: bwrap %s, runner %s; %s", bwrap_version(bwrap), runner.path,
                  self.cgroup_note)
 
@@ -112,6 +117,7 @@ class ProcessSandbox:
             if key not in _PROBES:
                 with tempfile.TemporaryDirectory(prefix="sbx-probe-") as tmp:
                     write_etc(Path(tmp))
+                    hand_over(Path(tmp), host_uid())
                     _PROBES[key] = probe(bwrap, runner, Path(tmp))
         ok, why = _PROBES[key]
         if not ok:
@@ -162,7 +168,7 @@ class ProcessSandbox:
                         "--ro-bind", f"{s}/bin", "/sandbox/bin", "--ro-bind", f"{s}/passthrough",
                         "/sandbox/passthrough", "--ro-bind", self.bwrap, "/sandbox/bwrap"]
         return [self.bwrap, *namespaces(nested_userns=nested), *self.view.args(), *scratch_mounts(),
-                *helpers, *binds, "--remount-ro", "/", "--chdir", "/", "--",
+                *helpers, *binds, "--remount-ro", "/", "--chdir", "/", "--as-pid-1", "--",
                 PYTHON, "-IS", "/sandbox/init.py", "/sandbox/spec.json"]
 
     def _launch(self, argv: list[str], *, stage: Path, timeout_s: float, output_cap: int,
@@ -176,8 +182,11 @@ class ProcessSandbox:
             pre.append(f"exec 3< {_q(str(out))}")
         if pre:
             argv = ["/bin/sh", "-c", " && ".join([*pre, 'exec "$@"']), "sh", *argv]
+        hand_over(stage, self.uid)
+        if group is not None:
+            hand_over(group.path, self.uid)
         return run_child(argv, cwd=stage, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
-                         timeout_s=timeout_s, stdin=stdin, output_cap=output_cap)
+                         timeout_s=timeout_s, stdin=stdin, output_cap=output_cap, uid=self.uid)
 
     def _spec(self, stage: Path, **spec: Any) -> None:
         (stage / "spec.json").write_text(json.dumps({
@@ -188,7 +197,7 @@ class ProcessSandbox:
     def run(self, workspace: Workspace, command: str, limits: Limits, task: TaskSpec) -> RunResult:
         threads = max(1, int(limits.cpus))
         data_mb = min(limits.memory_mb, limits.data_mb or limits.memory_mb)
-        rlimits = {"DATA": data_mb << 20, "NPROC": limits.pids, "FSIZE": WORKSPACE_MB << 20,
+        rlimits = {"DATA": data_mb << 20, "NPROC": limits.pids, "FSIZE": FSIZE,
                    "CPU": math.ceil(limits.timeout_s * limits.cpus) + 1, "NOFILE": 4096}
         with tempfile.TemporaryDirectory(prefix="sbx-run-", dir=_stage_root()) as tmp:
             stage = Path(tmp)
@@ -240,7 +249,7 @@ class ProcessSandbox:
             self._spec(stage, argv=[PYTHON, "/sandbox/launch_check.py", "/sandbox/bin/python",
                                     "/checks/check.py", "--workspace", WORKSPACE],
                        env=env, rlimits={"DATA": VERIFY_DATA_MB << 20, "NPROC": VERIFY_PIDS,
-                                         "FSIZE": WORKSPACE_MB << 20, "NOFILE": 4096},
+                                         "FSIZE": FSIZE, "NOFILE": 4096},
                        timeout_s=CHECK_BUDGET_S, copy_out=False)
             argv = self._argv(["--ro-bind", str(stage / "in"), "/sandbox/in",
                                "--ro-bind", str(stage / "spec.json"), "/sandbox/spec.json",

@@ -6,9 +6,10 @@ the five tools (read_file, edit_file, execute_bash, view_git_diff, submit_fix) u
 and scores every rollout with ``reward_fn`` (the episode's terminal score). The ``num_generations``
 rollouts of a row share its task, so GRPO compares attempts at the same incident.
 
-Requirements (not dependencies of sandbox-env): ``pip install "trl>=0.29" "transformers>=5.2"
-datasets jmespath`` (+ ``vllm`` for --use-vllm), a GPU, and a model whose chat template supports
-tool calling (e.g. Qwen3).
+Requirements (not dependencies of sandbox-env): the ``trl`` extra (``pip install -e ".[trl]"``: TRL
+1.16.0, transformers 5.24.0, accelerate, datasets, torch 2.13.0 CPU; on a GPU machine install the
+torch build for it), ``vllm`` for --use-vllm, and a model whose chat template supports tool
+calling (e.g. Qwen3).
 
     # episodes in this process, mock mode (recorded runs; no Docker, no torch runs):
     python examples/trl_grpo.py --model Qwen/Qwen3-1.7B
@@ -17,8 +18,9 @@ tool calling (e.g. Qwen3).
     MODE=docker bash scripts/start.sh            # or: sandbox-env serve --mode docker --max-sessions 128
     python examples/trl_grpo.py --env-url http://127.0.0.1:8000 --use-vllm --vllm-mode colocate
 
-Not run by the tests (it needs TRL and a GPU); ``examples/trl_rollout_smoke.py`` drives the same
-adapter without TRL.
+Not run by the tests (it needs a real model); ``tests/test_trl_grpo.py`` runs the same
+``GRPOTrainer(environment_factory=TriageToolEnv, reward_funcs=reward_fn)`` path for one step on CPU
+with a tiny model, and ``examples/trl_rollout_smoke.py`` drives the adapter without TRL.
 """
 
 from __future__ import annotations

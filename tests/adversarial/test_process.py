@@ -1,0 +1,47 @@
+"""The reward-hacking corpus in process mode: a sample of the episodes against the real checks.
+
+Same episodes and the same bar as tests/adversarial/test_docker.py (done, unverified, never
+an infra_error, below 0.2, no text of the hidden checks in an observation), over one shared
+ProcessSandbox. ``ADVERSARIAL_PROCESS_SLICE`` picks the entries: ``K/N`` (default ``0/12``,
+about ten episodes, a few minutes) or ``all``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from sandbox_env.environment import TriageEnvironment
+from sandbox_env.sandbox.process import ProcessSandbox
+from sandbox_env.tasks import TaskRegistry
+
+from .corpus import CORPUS, Cheat
+from .harness import play, problems, selected_slice
+
+OK, WHY = ProcessSandbox.available()
+if not OK:
+    pytest.skip(f"process mode not available: {WHY}", allow_module_level=True)
+
+SLICE = selected_slice(os.environ.get("ADVERSARIAL_PROCESS_SLICE", "0/12"))
+SELECTED = [c for i, c in enumerate(CORPUS) if i % SLICE[1] == SLICE[0]]
+
+
+@pytest.fixture(scope="module")
+def sbx() -> Iterator[ProcessSandbox]:
+    s = ProcessSandbox()
+    yield s
+    s.close()
+
+
+@pytest.mark.parametrize("cheat", SELECTED, ids=[c.id for c in SELECTED])
+def test_cheat_ends_unverified_below_0_2_in_process_mode(cheat: Cheat, sbx: ProcessSandbox,
+                                                         real_tasks: TaskRegistry) -> None:
+    env = TriageEnvironment(real_tasks, sbx, owns_sandbox=False)
+    try:
+        p = play(env, cheat, real_tasks.get(cheat.task))
+    finally:
+        env.close()
+    assert not problems(p, real_tasks.get(cheat.task)), (cheat.why, problems(p, real_tasks.get(cheat.task)))
+    assert p.final.verdict is not None and p.final.verdict.source == "process"

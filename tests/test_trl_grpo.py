@@ -159,6 +159,7 @@ def grpo_step(tiny: tuple[Qwen2ForCausalLM, PreTrainedTokenizerFast], out: Path,
     args = GRPOConfig(
         output_dir=str(out), max_steps=1, per_device_train_batch_size=ROLLOUTS,
         num_generations=NUM_GENERATIONS, max_completion_length=96, max_tool_calling_iterations=1,
+        temperature=0.3,  # near-greedy, so the rollouts write the call the model was fitted to
         learning_rate=1e-4, beta=0.0, use_cpu=True, bf16=False, gradient_checkpointing=False,
         chat_template_kwargs=CHAT_KWARGS, logging_steps=1, report_to="none", save_strategy="no", seed=0)
     trainer = GRPOTrainer(model=copy.deepcopy(model), processing_class=tok, reward_funcs=reward,
@@ -173,6 +174,7 @@ def check_step(trainer: GRPOTrainer, scored: list[list[tuple[str | None, bool, f
     logged = trainer.state.log_history[0]
     assert logged["step"] == 1 and "loss" in logged and "entropy" in logged
     assert logged["tools/call_frequency"] > 0  # parsed tool calls per rollout, executed by TRL
+    assert logged["tools/failure_frequency"] == 0  # none raised (a broken adapter shows up here)
     pool = trainer._environment_pool[None]
     assert len(pool) == ROLLOUTS and all(isinstance(e, TriageToolEnv) for e in pool)
     assert sorted(e.task for e in pool) == sorted(TASKS * NUM_GENERATIONS)  # reset(**row) read `task`

@@ -6,6 +6,7 @@ watchdog that kills the container; the container is removed afterwards, which en
 process left. Rooms, one job each:
 
     engine.py      the engine: connect, probe, engine-down vs one broken container
+    runtime.py     the OCI runtime (runc or gVisor's runsc): chosen, registered, probed, its traits
     containers.py  the container spec and limits, creating, narrowing, reaping
     archive.py     files in and out of a container (tar streams)
     pool.py        the warm pool of idle run containers

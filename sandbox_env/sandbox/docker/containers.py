@@ -3,7 +3,8 @@
 Each container has a read-only root, no network, a memory (= memory + swap) cap, a CPU
 quota with OMP threads matched, a pids limit, all capabilities dropped, no-new-privileges,
 tini as PID 1, a non-root user, and a sized tmpfs-backed volume as /workspace (a volume, so
-the archive API can copy files in and out of a read-only container). Every container and
+the archive API can copy files in and out of a read-only container), run by the OCI runtime
+the sandbox was started with (runc or gVisor's runsc: runtime.py). Every container and
 volume carries the labels ``sandbox-env.owner`` / ``sandbox-env.role`` so ``reap`` can
 remove what a crashed server left.
 """
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...models import Limits
+from .runtime import traits
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +33,7 @@ VERIFIER_CAPS = ["SETUID", "SETGID", "CHOWN", "DAC_OVERRIDE", "FOWNER", "KILL"]
 # Generous caps for the idle containers; each run narrows memory and CPU with ``narrow``.
 WORKSPACE_TMPFS = "size=512m"
 TMP_TMPFS = "size=1g"
+PIDS_LIMIT = 512
 
 
 @dataclass
@@ -40,6 +43,21 @@ class Box:
     container: Any
     volumes: list[Any]
     role: str
+    runtime: str = "runc"
+    limits: tuple[int, float] | None = None  # (memory_mb, cpus) in force, None: the generous idle caps
+
+
+def limit_key(limits: Limits) -> tuple[int, float]:
+    """What ``narrow`` sets: memory (= memory + swap) and the CPU quota."""
+    return limits.memory_mb, limits.cpus
+
+
+def _limit_args(limits: Limits | None) -> dict[str, Any]:
+    if limits is None:
+        return {"mem_limit": "4g", "memswap_limit": "4g"}
+    mem = f"{limits.memory_mb}m"
+    return {"mem_limit": mem, "memswap_limit": mem, "cpu_period": 100_000,
+            "cpu_quota": int(limits.cpus * 100_000)}
 
 
 def labels(owner: str, role: str) -> dict[str, str]:
@@ -64,8 +82,25 @@ def _volumes(client: Any, owner: str, role: str) -> list[tuple[str, Any]]:
     return made
 
 
-def create_box(client: Any, image: str, owner: str, role: str) -> Box:
-    """Create and start an idle container (`sleep infinity` under tini) with its volumes."""
+def _pids_args(runtime: str) -> dict[str, Any]:
+    """The process cap: the pids cgroup (runc), or RLIMIT_NPROC in the sandbox kernel with a
+    host backstop (runsc: see ``RuntimeTraits``)."""
+    t = traits(runtime)
+    if t.nproc_limit is None:
+        return {"pids_limit": PIDS_LIMIT}
+    from docker.types import Ulimit
+
+    return {"pids_limit": t.host_pids_limit,
+            "ulimits": [Ulimit(name="nproc", soft=t.nproc_limit, hard=t.nproc_limit)]}
+
+
+def create_box(client: Any, image: str, owner: str, role: str, *, runtime: str = "runc",
+               limits: Limits | None = None) -> Box:
+    """Create and start an idle container (`sleep infinity` under tini) with its volumes.
+
+    ``limits``: memory and CPU set at creation (a runtime that cannot ``narrow`` needs
+    them now); None gives the generous idle caps, narrowed per run.
+    """
     verify = role == "verify"
     vols = _volumes(client, owner, role)
     try:
@@ -75,7 +110,7 @@ def create_box(client: Any, image: str, owner: str, role: str) -> Box:
             read_only=True, network_mode="none", hostname="localhost",
             tmpfs={"/tmp": f"{TMP_TMPFS},uid={SANDBOX_UID},gid={SANDBOX_UID},exec"},
             volumes={v.name: {"bind": target, "mode": "rw"} for target, v in vols},
-            mem_limit="4g", memswap_limit="4g", pids_limit=512,
+            **_limit_args(limits), **_pids_args(runtime), runtime=runtime,
             cap_drop=["ALL"], cap_add=VERIFIER_CAPS if verify else [],
             security_opt=["no-new-privileges"], shm_size="1g",
             labels=labels(owner, role), environment={"HOME": "/tmp"},
@@ -85,14 +120,23 @@ def create_box(client: Any, image: str, owner: str, role: str) -> Box:
         for _, v in vols:
             v.remove(force=True)
         raise
-    return Box(ct, [v for _, v in vols], role)
+    return Box(ct, [v for _, v in vols], role, runtime, None if limits is None else limit_key(limits))
 
 
 def narrow(box: Box, limits: Limits) -> None:
-    """Set the box's memory (= memory + swap) and CPU quota to ``limits``."""
+    """Set the box's memory (= memory + swap) and CPU quota to ``limits`` (no-op if already so).
+
+    Raises ValueError when they differ and the box's runtime cannot update a running
+    container (runsc): such boxes must be created with their limits (``create_box``).
+    """
+    if box.limits == limit_key(limits):
+        return
+    if not traits(box.runtime).can_update:
+        raise ValueError(f"a {box.runtime} container cannot change its limits: create it with them")
     mem = f"{limits.memory_mb}m"
     box.container.update(mem_limit=mem, memswap_limit=mem,
                          cpu_period=100_000, cpu_quota=int(limits.cpus * 100_000))
+    box.limits = limit_key(limits)
 
 
 def run_env(limits: Limits) -> dict[str, str]:

@@ -18,10 +18,12 @@ from ...workspace import Workspace
 from ..outcome import OutputCap, run_result
 from .archive import get_text_files, put_files
 from .containers import CHECKS_DIR, SANDBOX_UID, WORKSPACE_DIR, Box, narrow, run_env
+from .runtime import traits
 
 HARD_OUTPUT_CAP = 8_000_000  # bytes read from a command before the container is killed
 WATCHDOG_GRACE_S = 10.0  # after the in-container limit, before the container is killed
 OOM_CONTROL = "/sys/fs/cgroup/memory/memory.oom_control"
+CONTAINER_POLL_S = 1.0  # how often the watchdog looks at a runsc container's state
 
 
 @dataclass
@@ -34,13 +36,34 @@ class Exec:
     duration_s: float
 
 
-def _watchdog(box: Box, timeout_s: float, done: threading.Event, killed: threading.Event) -> None:
-    if not done.wait(timeout_s + WATCHDOG_GRACE_S):
-        killed.set()
-        try:
-            box.container.kill()
-        except Exception:
-            pass
+def _running(box: Box) -> bool:
+    try:
+        box.container.reload()
+        return bool(box.container.status == "running")
+    except Exception:  # gone, or the engine is: stop waiting on its stream either way
+        return False
+
+
+def _watchdog(box: Box, timeout_s: float, *, done: threading.Event, killed: threading.Event,
+              died: threading.Event, stream: Any) -> None:
+    """Kill the container past the grace period; under a runtime whose whole container dies
+    on OOM (runsc), also end the exec stream once the container has stopped, which the
+    engine does not do for that runtime (the stream would stay open for good)."""
+    poll = traits(box.runtime).container_dies_on_oom
+    deadline = time.monotonic() + timeout_s + WATCHDOG_GRACE_S
+    while not done.wait(CONTAINER_POLL_S if poll else max(0.0, deadline - time.monotonic())):
+        if not killed.is_set() and time.monotonic() >= deadline:
+            killed.set()
+            try:
+                box.container.kill()
+            except Exception:
+                pass
+            if not poll:
+                return
+        if poll and not _running(box):
+            died.set()
+            stream.close()
+            return
 
 
 def exec_capped(api: Any, box: Box, argv: list[str], *, user: str, env: dict[str, str],
@@ -53,26 +76,44 @@ def exec_capped(api: Any, box: Box, argv: list[str], *, user: str, env: dict[str
     ex = api.exec_create(box.container.id, wrapped, user=user, environment=env,
                          workdir=WORKSPACE_DIR, stdout=True, stderr=True)
     start = time.monotonic()
-    done, killed = threading.Event(), threading.Event()
-    threading.Thread(target=_watchdog, args=(box, timeout_s, done, killed), daemon=True).start()
+    done, killed, died = threading.Event(), threading.Event(), threading.Event()
+    stream = api.exec_start(ex["Id"], stream=True, demux=False)
+    threading.Thread(target=_watchdog, args=(box, timeout_s), daemon=True,
+                     kwargs={"done": done, "killed": killed, "died": died, "stream": stream}).start()
     cap = OutputCap(output_limit)
     try:
-        for chunk in api.exec_start(ex["Id"], stream=True, demux=False):
+        for chunk in stream:
             cap.feed(chunk)
             if cap.size > HARD_OUTPUT_CAP:
                 box.container.kill()
                 cap.feed(b"\n[sandbox] output flood: container killed\n")
                 break
+    except Exception:
+        if not died.is_set():  # our own close() of the stream ends the read with an error
+            raise
     finally:
         done.set()
     secs = time.monotonic() - start
-    code = api.exec_inspect(ex["Id"]).get("ExitCode")
+    if died.is_set():  # the whole container was killed: its execs are gone with it
+        code = None if killed.is_set() else 137
+    else:
+        code = api.exec_inspect(ex["Id"]).get("ExitCode")
     timed_out = killed.is_set() or (code == 137 and secs >= timeout_s - 0.5)
     return Exec(None if timed_out else code, cap.text(), timed_out, secs)
 
 
 def oom_kills(box: Box) -> int:
-    """How many processes the container's memory cgroup has OOM-killed (0 if unknown)."""
+    """How many processes the container's memory cgroup has OOM-killed (0 if unknown).
+
+    Under runsc there is no cgroupfs inside and the OOM killer takes the whole sandbox:
+    the engine's ``State.OOMKilled`` of the stopped container says it (1 or 0).
+    """
+    if traits(box.runtime).container_dies_on_oom:
+        try:
+            box.container.reload()
+            return int(bool(box.container.attrs["State"].get("OOMKilled")))
+        except Exception:
+            return 0
     try:
         r = box.container.exec_run(["cat", OOM_CONTROL], user="0")
         for line in r.output.decode().splitlines():
@@ -83,6 +124,15 @@ def oom_kills(box: Box) -> int:
     return 0
 
 
+def data_limit_prefix(runtime: str, data_mb: int) -> list[str]:
+    """``prlimit`` arguments for a task's data cap: RLIMIT_DATA, or under a runtime that does
+    not enforce it (runsc), RLIMIT_AS of the cap plus the non-data mappings of a torch process."""
+    t = traits(runtime)
+    if t.data_limit_via_as:
+        return ["prlimit", f"--as={(data_mb + t.as_overhead_mb) * 1024 * 1024}", "--"]
+    return ["prlimit", f"--data={data_mb * 1024 * 1024}", "--"]
+
+
 def run_command(api: Any, box: Box, workspace: Workspace, command: str, limits: Limits, *,
                 api_error: type[Exception]) -> RunResult:
     """Run ``command`` over a copy of ``workspace`` in ``box``; changed files are synced back."""
@@ -90,7 +140,7 @@ def run_command(api: Any, box: Box, workspace: Workspace, command: str, limits: 
     put_files(box, WORKSPACE_DIR, {p: t.encode() for p, t in workspace.files.items()}, SANDBOX_UID)
     argv = ["bash", "-c", command]
     if limits.data_mb:
-        argv = ["prlimit", f"--data={limits.data_mb * 1024 * 1024}", "--", *argv]
+        argv = [*data_limit_prefix(box.runtime, limits.data_mb), *argv]
     ex = exec_capped(api, box, argv, user=str(SANDBOX_UID), env=run_env(limits),
                      timeout_s=limits.timeout_s, output_limit=limits.output_bytes)
     oom = ex.exit_code == 137 and not ex.timed_out and oom_kills(box) > 0

@@ -1,12 +1,16 @@
 """DockerSandbox: the docker backend's Sandbox, composed of the engine, the warm pool, runner and verifier.
 
 Every run takes a box from the warm pool and every verification creates a fresh one; the
-box is removed afterwards, which ends every process the agent's code left behind.
+box is removed afterwards, which ends every process the agent's code left behind. The OCI
+runtime (runc or runsc, from ``runtime=`` or $SANDBOX_ENV_RUNTIME) is checked against the
+engine at start; under a runtime that cannot change a running container's limits (runsc)
+boxes are created with their limits, and the pool keeps boxes of the last run's limits.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import uuid
 from typing import Any
 
@@ -16,11 +20,12 @@ from ...workspace import Workspace
 from ..base import SandboxUnavailable
 from ..outcome import infra_run
 from ..verification import infra_verdict
-from .containers import RUNNER_IMAGE, Box, create_box, reap
+from .containers import LABEL_OWNER, LABEL_ROLE, RUNNER_IMAGE, Box, create_box, limit_key, reap
 from .engine import ContainerError, Engine, connect, engine_status
 from .pool import WarmPool
 from .runner import run_command
-from .verifier import verify_in
+from .runtime import RuntimeReport, check_registered, probe_runtime, resolve_runtime, traits
+from .verifier import verify_in, verify_limits
 
 log = logging.getLogger(__name__)
 
@@ -31,12 +36,21 @@ class DockerSandbox:
     mode = "docker"
 
     def __init__(self, image: str = RUNNER_IMAGE, owner: str | None = None, pool_size: int = 2,
-                 client: Any = None) -> None:
+                 client: Any = None, runtime: str | None = None) -> None:
+        self.runtime = resolve_runtime(runtime)  # raises UnknownRuntime before any connection
         self.client, self.image = connect(image, client)
+        check_registered(self.client, self.runtime)
+        self._traits = traits(self.runtime)
         self.image_name = image
         self.owner = owner or f"sbx-{uuid.uuid4().hex[:12]}"
         self._engine = Engine(self.client)
-        self._pool = WarmPool(lambda: self._create("run"), pool_size, self._engine.errors)
+        # Limits the pool's boxes are created with: None (narrowed per run) unless the
+        # runtime cannot narrow, then the last run's limits (the task's, usually).
+        self._pool_limits: Limits | None = None if self._traits.can_update else Limits()
+        self._pool = WarmPool(lambda: self._create("run", self._pool_limits), pool_size,
+                              self._engine.errors)
+        self._report: RuntimeReport | None = None
+        self._report_lock = threading.Lock()
         leftovers = reap(self.client, self.owner)  # a previous run of this owner crashed
         if leftovers:
             log.warning("reaped %d leftover container(s) of %s", leftovers, self.owner)
@@ -66,10 +80,31 @@ class DockerSandbox:
 
     def provenance(self) -> dict[str, Any]:
         labels = self.image.labels or {}
-        return {"image": self.image.id, "torch": labels.get("org.sandbox-env.torch")}
+        return {"image": self.image.id, "torch": labels.get("org.sandbox-env.torch"),
+                "runtime": self.runtime}
 
-    def _create(self, role: str) -> Box:
-        return create_box(self.client, self.image_name, self.owner, role)
+    def runtime_report(self) -> RuntimeReport:
+        """The runtime, its version and whether it is in effect (probed once, in a container)."""
+        with self._report_lock:
+            if self._report is None:
+                self._report = probe_runtime(self.client, self.image_name, self.runtime,
+                                             {LABEL_OWNER: self.owner, LABEL_ROLE: "probe"})
+            return self._report
+
+    def _create(self, role: str, limits: Limits | None = None) -> Box:
+        return create_box(self.client, self.image_name, self.owner, role, runtime=self.runtime,
+                          limits=limits)
+
+    def _take(self, limits: Limits) -> Box:
+        """A run box with ``limits`` in force or narrowable to them."""
+        if self._traits.can_update:
+            return self._pool.take()
+        self._pool_limits = limits  # refills from now on match this run's limits
+        box = self._pool.take()
+        if box.limits != limit_key(limits):
+            self._pool.destroy(box)
+            box = self._create("run", limits)
+        return box
 
     def close(self) -> None:
         self._pool.close()
@@ -84,7 +119,7 @@ class DockerSandbox:
         engine = self._engine
         try:
             with engine.failures("could not start a sandbox container"):
-                box = self._pool.take()
+                box = self._take(limits)
             try:
                 with engine.failures("docker error", engine.errors.DockerException):
                     return run_command(self.client.api, box, workspace, command, limits,
@@ -99,7 +134,7 @@ class DockerSandbox:
         engine = self._engine
         try:
             with engine.failures("could not start a verification container"):
-                box = self._create("verify")
+                box = self._create("verify", None if self._traits.can_update else verify_limits(task))
             try:
                 with engine.failures("docker error during verification", engine.errors.DockerException):
                     return verify_in(self.client.api, box, workspace, task)

@@ -20,9 +20,14 @@ VERIFY_MIN_MEMORY_MB = 4096
 VERIFY_CPUS = 2
 
 
+def verify_limits(task: TaskSpec) -> Limits:
+    """Memory and CPU of a verification container: the task's memory, at least 4 GB; 2 CPUs."""
+    return Limits(memory_mb=max(VERIFY_MIN_MEMORY_MB, task.limits.memory_mb), cpus=VERIFY_CPUS)
+
+
 def verify_in(api: Any, box: Box, workspace: Workspace, task: TaskSpec) -> Verdict:
     """Run the task's hidden check on ``workspace`` in ``box`` (a "verify" box) and read its verdict."""
-    narrow(box, Limits(memory_mb=max(VERIFY_MIN_MEMORY_MB, task.limits.memory_mb), cpus=VERIFY_CPUS))
+    narrow(box, verify_limits(task))
     put_files(box, WORKSPACE_DIR, {p: t.encode() for p, t in workspace.files.items()}, SANDBOX_UID)
     put_files(box, CHECKS_DIR, check_files(task), 0, 0o600)
     nonce = new_nonce()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 from . import __version__
 from .environment import TriageEnvironment
 from .sandbox import Sandbox, SandboxUnavailable, backend, make_sandbox, mode_choices, modes
+from .sandbox.docker.runtime import RUNTIME_ENV, RUNTIMES
 from .tasks import TaskError, TaskRegistry, UnknownTask
 from .workspace import Workspace
 
@@ -394,12 +396,19 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--compare", action="store_true",
                    help="record into a scratch dir and compare with the committed traces")
     s.set_defaults(fn=cmd_record)
+    for name, s in sub.choices.items():  # every command that builds a sandbox takes the runtime
+        if name == "doctor" or any("--mode" in a.option_strings for a in s._actions):
+            s.add_argument("--runtime", choices=RUNTIMES,
+                           help=f"docker mode: OCI runtime of the sandbox containers (default: "
+                                f"${RUNTIME_ENV} or runc; runsc = gVisor, see scripts/runsc.sh)")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     args = build_parser().parse_args(argv)
+    if getattr(args, "runtime", None):  # read by the docker backend wherever it is built
+        os.environ[RUNTIME_ENV] = args.runtime
     try:
         return int(args.fn(args) or 0)
     except (UnknownTask, TaskError, SandboxUnavailable) as exc:

@@ -62,12 +62,21 @@ def run_doctor(say: Callable[[str], None]) -> int:
     except Exception as exc:
         line(False, f"runner limits: {exc}", "check the engine's cgroup/seccomp support")
         return 1
+    from .sandbox import SandboxUnavailable
     from .sandbox.docker import DockerSandbox
     from .tasks import TaskRegistry
     from .workspace import Workspace
 
-    sbx = DockerSandbox(owner="doctor", pool_size=0)
     try:
+        sbx = DockerSandbox(owner="doctor", pool_size=0)  # with the runtime $SANDBOX_ENV_RUNTIME names
+    except SandboxUnavailable as exc:
+        line(False, f"docker sandbox: {exc}", "bash scripts/runsc.sh (runsc), or unset SANDBOX_ENV_RUNTIME")
+        return 1
+    try:
+        rt = sbx.runtime_report()
+        line(bool(rt.in_effect), f"runtime {rt.name} {rt.version or '(version unknown)'}: {rt.detail}; "
+                                 f"kernel inside a sandbox: {rt.kernel}",
+             "the engine ran the container with another runtime: check daemon.json `runtimes`")
         task = next(iter(TaskRegistry()))
         res = sbx.run(Workspace({"probe.py": "import os, socket\nprint(os.getuid())\n"}),
                       "python probe.py && (python -c \"import socket; socket.create_connection(("

@@ -310,11 +310,16 @@ def create_app(tasks: TaskRegistry, sandbox: Sandbox, config: ServerConfig | Non
     async def health() -> HealthReply:
         ok, why = await available("docker")  # the reply's docker_* fields, whatever the mode
         status = "healthy" if (await available(sandbox.mode))[0] else "degraded"
+        probe = getattr(sandbox, "runtime_report", None)  # docker mode: probed once, then cached
+        rt = await run_in_threadpool(probe) if probe else None
         return HealthReply(status=status, mode=sandbox.mode, docker_available=ok,  # type: ignore[arg-type]
                            docker_detail=why, task_count=len(tasks),
                            active_sessions=len(sessions), max_sessions=cfg.max_sessions,
                            expired_sessions=sessions.expired, idle_timeout_s=cfg.idle_timeout_s,
-                           version=__version__, uptime_s=round(time.time() - started, 1))
+                           version=__version__, uptime_s=round(time.time() - started, 1),
+                           runtime=rt.name if rt else None,
+                           runtime_version=rt.version if rt else None,
+                           runtime_in_effect=rt.in_effect if rt else None)
 
     @app.get("/metadata", response_model=MetadataReply)
     async def metadata() -> MetadataReply:

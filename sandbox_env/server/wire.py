@@ -71,6 +71,11 @@ class HealthReply(BaseModel):
     idle_timeout_s: float
     version: str
     uptime_s: float
+    runtime: str | None = Field(default=None, description="docker mode: OCI runtime of the sandbox "
+                                "containers (runc, or runsc for gVisor); null in other modes")
+    runtime_version: str | None = None
+    runtime_in_effect: bool | None = Field(default=None, description="probed once from inside a "
+                                           "container: gVisor's kernel for runsc, the host's for runc")
 
 
 class TaskSummary(BaseModel):

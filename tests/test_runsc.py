@@ -1,0 +1,104 @@
+"""The docker backend under gVisor (runsc), CI-sized: a few limits and one task's bug and fix.
+
+The whole limit suite runs under runsc with `SANDBOX_ENV_RUNTIME=runsc pytest tests/test_docker.py`;
+every labelled state with `python bench/runsc_verdicts.py` (docs/runsc-verdicts.md). Skipped
+when the engine does not list runsc (bash scripts/runsc.sh registers it). ~2-3 min.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import pytest
+
+from sandbox_env.models import Limits, Outcome
+from sandbox_env.tasks import TaskRegistry
+from sandbox_env.workspace import Workspace
+
+from .test_docker import CLIENT  # skips the module when no engine / image
+
+pytestmark = pytest.mark.docker
+assert CLIENT is not None
+if "runsc" not in (CLIENT.info().get("Runtimes") or {}):
+    pytest.skip("runsc is not registered with the engine (bash scripts/runsc.sh)", allow_module_level=True)
+
+from sandbox_env.sandbox.docker import LABEL_OWNER, DockerSandbox  # noqa: E402
+from sandbox_env.sandbox.docker.runtime import UnknownRuntime, resolve_runtime  # noqa: E402
+
+OWNER = "pytest-runsc"
+
+
+@pytest.fixture(scope="module")
+def sbx() -> Iterator[DockerSandbox]:
+    s = DockerSandbox(owner=OWNER, pool_size=1, runtime="runsc")
+    yield s
+    s.close()
+    assert CLIENT.containers.list(all=True, filters={"label": f"{LABEL_OWNER}={OWNER}"}) == []
+
+
+def run(sbx: DockerSandbox, task, cmd: str, **limits: object):  # type: ignore[no-untyped-def]
+    ws = Workspace(task.repo_files())
+    return sbx.run(ws, cmd, Limits(**{"timeout_s": 20, **limits}), task)
+
+
+def test_runtime_is_in_effect_and_unknown_names_fail_at_start(sbx: DockerSandbox) -> None:
+    report = sbx.runtime_report()
+    assert report.in_effect and report.name == "runsc" and "gVisor" in (report.kernel or ""), report
+    assert sbx.provenance()["runtime"] == "runsc"
+    with pytest.raises(UnknownRuntime, match="unknown container runtime 'kata'"):
+        resolve_runtime("kata")
+
+
+def test_memory_bomb_kills_the_sandbox_and_is_oom_killed(sbx: DockerSandbox, toy_tasks: TaskRegistry) -> None:
+    # gVisor: the memory cgroup kills the whole sandbox; the stream is closed, the flag read.
+    bomb = "python -c \"x = []\nwhile True: x.append(bytearray(50_000_000))\""
+    res = run(sbx, toy_tasks.get("toy_mean"), bomb, memory_mb=256)
+    assert res.outcome == Outcome.oom_killed and res.duration_s < 20, res.output
+
+
+def test_data_cap_still_gives_the_allocator_error(sbx: DockerSandbox, toy_tasks: TaskRegistry) -> None:
+    # RLIMIT_DATA is not enforced by gVisor: the backend sets RLIMIT_AS instead.
+    res = run(sbx, toy_tasks.get("toy_mean"), "python -c \"x = bytearray(900_000_000)\"", data_mb=400)
+    assert res.outcome == Outcome.oom_killed and "MemoryError" in res.output, res.output
+
+
+def test_fork_bomb_gets_eagain_and_the_sandbox_survives(sbx: DockerSandbox, toy_tasks: TaskRegistry) -> None:
+    res = run(sbx, toy_tasks.get("toy_mean"),
+              "python -c \"import os\nn=0\ntry:\n  while True:\n    if os.fork()==0:\n"
+              "      import time; time.sleep(30)\n    n+=1\nexcept OSError as e: print('stopped', n, e)\"",
+              timeout_s=15)
+    assert "stopped" in res.output and "Resource temporarily unavailable" in res.output, res.output[-500:]
+
+
+def test_timeout_kills_the_tree(sbx: DockerSandbox, toy_tasks: TaskRegistry) -> None:
+    res = run(sbx, toy_tasks.get("toy_mean"), "(setsid sleep 1000 &); while true; do :; done", timeout_s=2)
+    assert res.outcome == Outcome.timeout and res.exit_code is None and res.duration_s < 10
+
+
+def test_one_task_reproduces_and_its_fix_verifies(sbx: DockerSandbox, real_tasks: TaskRegistry) -> None:
+    task = real_tasks.get("compile_graph_break")
+    res = sbx.run(Workspace(task.repo_files()), task.run_command, task.limits, task)
+    assert re.search(task.failure.signature, res.output), res.output[-3000:]
+    fixed = Workspace(task.repo_files())
+    fixed.apply_patch(task.solution_patch)
+    verdict = sbx.verify(fixed, task)
+    assert verdict.passed, verdict.reasons
+
+
+def test_data_capped_task_reproduces_allocator_error(sbx: DockerSandbox, real_tasks: TaskRegistry) -> None:
+    task = real_tasks.get("oom_graph_leak")  # data_mb = 700: RLIMIT_AS under runsc
+    res = sbx.run(Workspace(task.repo_files()), task.run_command, task.limits, task)
+    assert re.search(task.failure.signature, res.output), res.output[-3000:]
+
+
+@pytest.mark.xfail(strict=True, reason="known divergence: gVisor counts a torch process's mapped "
+                   "libraries in its RSS (~+310 MB), so the fix peaks at ~800 MB against the check's "
+                   "700 MB budget measured with wait4; the check must measure anonymous memory (or a "
+                   "per-runtime baseline) before oom_graph_leak can be verified under runsc")
+def test_rss_budgeted_fix_verifies(sbx: DockerSandbox, real_tasks: TaskRegistry) -> None:
+    task = real_tasks.get("oom_graph_leak")
+    fixed = Workspace(task.repo_files())
+    fixed.apply_patch(task.solution_patch)
+    verdict = sbx.verify(fixed, task)
+    assert verdict.passed, verdict.reasons

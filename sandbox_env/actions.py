@@ -34,6 +34,8 @@ class ActionModel(BaseModel):
 
     model_config = ConfigDict(extra="forbid", json_schema_extra=_require_action_type)
     example: ClassVar[dict[str, Any]] = {}
+    result: ClassVar[str] = "The outcome, followed by a status line."  # what a tool call returns
+    waits: ClassVar[bool] = False  # waits on I/O (a sandbox run, verification, a judge)
     metadata: dict[str, Any] = Field(default_factory=dict, description="free-form, ignored")
 
     @classmethod
@@ -61,6 +63,7 @@ class ReadFile(ActionModel):
     filename: str = Field(min_length=1, max_length=MAX_PATH,
                           description="path relative to the workspace root, e.g. train.py")
     example: ClassVar[dict[str, Any]] = {"action_type": "read_file", "filename": "train.py"}
+    result: ClassVar[str] = "The file's content, followed by a status line."
 
 
 class EditFile(ActionModel):
@@ -69,10 +72,13 @@ class EditFile(ActionModel):
     action_type: Literal["edit_file"] = "edit_file"
     filename: str = Field(min_length=1, max_length=MAX_PATH,
                           description="path relative to the workspace root")
-    old_str: str = Field(max_length=MAX_TEXT, description="exact text to replace; must occur exactly once")
+    old_str: str = Field(max_length=MAX_TEXT, description=(
+        "exact text to replace; it must occur exactly once in the file (empty only to create a new file)"))
     new_str: str = Field(max_length=MAX_TEXT, description="the replacement text")
     example: ClassVar[dict[str, Any]] = {"action_type": "edit_file", "filename": "train.py",
                                          "old_str": "<exact unique text>", "new_str": "<replacement>"}
+    result: ClassVar[str] = ("Whether the edit was applied (or why not, with the nearest lines), "
+                             "and a status line.")
 
 
 class ExecuteBash(ActionModel):
@@ -82,6 +88,8 @@ class ExecuteBash(ActionModel):
     command: str = Field(min_length=1, max_length=MAX_COMMAND,
                          description="the shell command, e.g. python train.py")
     example: ClassVar[dict[str, Any]] = {"action_type": "execute_bash", "command": "python train.py"}
+    result: ClassVar[str] = "The command's output, its exit code and outcome, and a status line."
+    waits: ClassVar[bool] = True
 
 
 class ViewGitDiff(ActionModel):
@@ -91,6 +99,7 @@ class ViewGitDiff(ActionModel):
     filename: str | None = Field(default=None, max_length=MAX_PATH,
                                  description="one file's diff, or every change when omitted")
     example: ClassVar[dict[str, Any]] = {"action_type": "view_git_diff", "filename": None}
+    result: ClassVar[str] = 'The diff ("No changes." when there is none), and a status line.'
 
 
 class SubmitFix(ActionModel):
@@ -101,6 +110,9 @@ class SubmitFix(ActionModel):
                              description="root cause, mechanism, and why the fix works")
     example: ClassVar[dict[str, Any]] = {"action_type": "submit_fix",
                                          "explanation": "<root cause, mechanism, why the fix works>"}
+    result: ClassVar[str] = ("The verification verdict with its reasons, the explanation score and "
+                             "the episode score.")
+    waits: ClassVar[bool] = True
 
 
 ACTIONS: tuple[type[ActionModel], ...] = (ReadFile, EditFile, ExecuteBash, ViewGitDiff, SubmitFix)
@@ -147,8 +159,9 @@ def tool_input_schema(model: type[ActionModel]) -> dict[str, Any]:
             "additionalProperties": False}
 
 
-def tool_docstring(model: type[ActionModel], returns: str) -> str:
+def tool_docstring(model: type[ActionModel], returns: str | None = None) -> str:
     """A Google-style docstring for a tool method (what transformers' get_json_schema reads)."""
+    returns = returns or model.result
     lines = [model.summary(), ""]
     if model.argument_names():
         lines.append("Args:")

@@ -76,6 +76,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_play(args: argparse.Namespace) -> int:
+    from .actions import parse_action
     from .oracle import oracle_actions
 
     tasks = _registry(args)
@@ -87,7 +88,7 @@ def cmd_play(args: argparse.Namespace) -> int:
             env = TriageEnvironment(tasks, sandbox)
             obs = env.reset(task=tid)
             for action in oracle_actions(tasks.get(tid)):
-                obs = env.step(action)
+                obs = env.step(parse_action(action))
                 if args.verbose:
                     print(f"  {action['action_type']:14s} reward={obs.reward:+.3f} "
                           f"status={obs.system_status}")

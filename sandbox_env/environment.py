@@ -8,6 +8,7 @@ import uuid
 from typing import Any
 
 from .actions import (
+    ActionModel,
     EditFile,
     ExecuteBash,
     ReadFile,
@@ -17,13 +18,14 @@ from .actions import (
     parse_action,
 )
 from .errors import EpisodeDone, InvalidAction, NotReset, SandboxUnavailable
-from .models import Observation, Outcome, State, Verdict
+from .models import Observation, Outcome, State, StepResult, Verdict
 from .rubrics import ConceptJudge, ExplanationJudge, StepShaper, clamp_score, terminal_score
 from .sandbox.base import Sandbox, normalise_command
 from .tasks import TaskRegistry, TaskSpec
 from .workspace import Workspace, WorkspaceError, syntax_error
 
-__all__ = ["INSTRUCTIONS", "EpisodeDone", "InvalidAction", "NotReset", "TriageEnvironment", "parse_action"]
+__all__ = ["INSTRUCTIONS", "EpisodeDone", "InvalidAction", "LocalEpisode", "NotReset", "TriageEnvironment",
+           "parse_action"]
 
 FREE_INFRA_ERRORS = 3  # infrastructure failures that do not consume the step budget
 
@@ -42,17 +44,22 @@ disabling the feature) are rejected. The explanation is scored only for a verifi
 
 
 class TriageEnvironment:
-    """An episode over one task: the workspace, the step budget, the rubric, the sandbox."""
+    """An episode over one task: the workspace, the step budget, the rubric, the sandbox.
 
-    def __init__(self, tasks: TaskRegistry, sandbox: Sandbox,
-                 judge: ExplanationJudge | None = None, owns_sandbox: bool = True) -> None:
+    The sandbox is borrowed: whoever made it closes it (it may serve many environments at
+    once). Threads, sessions and transports are the callers' business.
+    """
+
+    def __init__(self, tasks: TaskRegistry, sandbox: Sandbox, judge: ExplanationJudge | None = None) -> None:
         self.tasks = tasks
         self.sandbox = sandbox
-        self.owns_sandbox = owns_sandbox  # False when a server shares one sandbox across sessions
         self.judge = judge or ConceptJudge()
         self.task: TaskSpec | None = None
         self.workspace: Workspace | None = None
+        self.shaper = StepShaper(signal_files=set())
         self.compact = False
+        self.failed_runs = 0
+        self.last_run_status = "not_run"
         self._state: State | None = None
 
     @property
@@ -84,14 +91,15 @@ class TriageEnvironment:
             current_files=dict(self.workspace.files), reward=0.0,
         )
 
-    def step(self, action: Any) -> Observation:
-        """Apply one action (a model or a raw dict) and return the observation with its reward."""
+    def step(self, action: ActionModel) -> Observation:
+        """Apply one validated action (see actions.parse_action); the observation and its reward."""
         if self._state is None or self.task is None or self.workspace is None:
-            raise NotReset("call reset() before step()")
+            raise NotReset("this episode has not been reset yet: send a reset first")
         if self._state.done:
             raise EpisodeDone(f"episode {self._state.episode_id} is done; call reset()")
-        if isinstance(action, dict):
-            action = parse_action(action)
+        if not isinstance(action, ActionModel):
+            raise TypeError(f"step() takes a validated action, not {type(action).__name__}: "
+                            "use actions.parse_action (or LocalEpisode.step for raw actions)")
         st = self._state
         st.step_count += 1
         st.actions_taken.append(action.action_type)
@@ -123,26 +131,15 @@ class TriageEnvironment:
         st.cumulative_reward = round(st.cumulative_reward + obs_kw.get("reward", 0.0), 6)
         return self._observe(**obs_kw)
 
-    @staticmethod
-    def may_block(action: Any) -> bool:
-        """Whether a step can wait on I/O: runs and verification (sandbox), judging (LLM).
-
-        Everything else is in-memory work on the workspace that a server may run inline.
-        """
-        kind = action.get("action_type") if isinstance(action, dict) else action.action_type
-        return kind in ("execute_bash", "submit_fix")
-
     @property
     def state(self) -> State:
         if self._state is None:
-            raise NotReset("call reset() first")
+            raise NotReset("this episode has not been reset yet: send a reset first")
         return self._state
 
     def close(self) -> None:
-        """End the episode; the sandbox is closed only if this environment owns it."""
+        """End the episode (the borrowed sandbox stays open for its owner to close)."""
         self._state = None
-        if self.owns_sandbox:
-            self.sandbox.close()
 
     # ------------------------------------------------------------------ actions
     def _read(self, a: ReadFile) -> dict[str, Any]:
@@ -269,3 +266,35 @@ class TriageEnvironment:
             score=clamp_score(st.score) if st.score is not None else None,
             last_action_error=last_action_error,
         )
+
+
+class LocalEpisode:
+    """The episode protocol (protocol.Episode) over a TriageEnvironment in this process.
+
+    Raw actions are validated here (InvalidAction); the environment's own errors pass through
+    unchanged, so a caller sees the same EnvError classes as over HTTP.
+    """
+
+    def __init__(self, env: TriageEnvironment) -> None:
+        self.env = env
+        self.episode_id: str | None = None
+
+    def reset(self, task: str | None = None, seed: int | None = None,
+              episode_id: str | None = None, compact: bool = False) -> StepResult:
+        obs = self.env.reset(seed=seed, episode_id=episode_id, task=task, compact=compact)
+        self.episode_id = obs.episode_id
+        return _result(obs)
+
+    def step(self, action: Any) -> StepResult:
+        return _result(self.env.step(parse_action(action)))
+
+    def state(self) -> State:
+        return self.env.state.model_copy(deep=True)
+
+    def close_episode(self) -> None:
+        self.env.close()
+        self.episode_id = None
+
+
+def _result(obs: Observation) -> StepResult:
+    return StepResult(observation=obs, reward=obs.reward, done=obs.done, episode_id=obs.episode_id)

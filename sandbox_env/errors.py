@@ -41,9 +41,10 @@ ERRORS: dict[str, ErrorFace] = {
     "NO_EPISODE": ErrorFace(409, JSONRPC_INVALID_PARAMS, "refused"),
     "EPISODE_ID_REQUIRED": ErrorFace(409, JSONRPC_INVALID_PARAMS, "refused"),
     "EPISODE_IN_USE": ErrorFace(409, JSONRPC_SERVER_ERROR, "refused"),
+    "NO_MCP_SESSION": ErrorFace(400, JSONRPC_INVALID_PARAMS, "refused"),
     "EPISODE_DONE": ErrorFace(409, JSONRPC_SERVER_ERROR, "refused"),
     "NOT_RESET": ErrorFace(409, JSONRPC_SERVER_ERROR, "refused"),
-    "PAYLOAD_TOO_LARGE": ErrorFace(413, JSONRPC_INVALID_PARAMS, "refused"),
+    "PAYLOAD_TOO_LARGE": ErrorFace(413, JSONRPC_SERVER_ERROR, "refused"),
     "CAPACITY_REACHED": ErrorFace(503, JSONRPC_SERVER_ERROR, "infra"),
     "SANDBOX_UNAVAILABLE": ErrorFace(503, JSONRPC_SERVER_ERROR, "infra"),
 }
@@ -123,6 +124,10 @@ class EpisodeInUse(RequestError):
     code = "EPISODE_IN_USE"
 
 
+class NoMcpSession(RequestError):
+    code = "NO_MCP_SESSION"
+
+
 class EpisodeDone(RequestError, RuntimeError):
     """step() after the episode ended."""
 
@@ -149,12 +154,12 @@ class SandboxUnavailable(Unavailable, RuntimeError):
     code = "SANDBOX_UNAVAILABLE"
 
 
-def error_for(code: str, message: str) -> EnvError:
-    """An instance of the class that owns ``code`` (for clients rebuilding a server's error)."""
+def class_for(code: str) -> type[EnvError]:
+    """The class that owns ``code`` (InvalidRequest for a code this version does not know)."""
     for cls in _all_subclasses(EnvError):
-        if cls.__dict__.get("code") == code and cls not in (UnknownTask,):
-            return cls(message)
-    return InvalidRequest(message)
+        if cls.__dict__.get("code") == code:
+            return cls
+    return InvalidRequest
 
 
 def _all_subclasses(cls: type) -> list[type]:

@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .errors import UnknownTask
 from .models import Limits
 from .workspace import AST_LOCK
 
@@ -21,18 +22,6 @@ _SKIP_PARTS = {"__pycache__", ".pytest_cache", ".git"}
 
 class TaskError(Exception):
     """A task folder is missing or malformed."""
-
-
-class UnknownTask(KeyError):
-    """No task with this id; carries the available ids."""
-
-    def __init__(self, task_id: str, available: list[str]) -> None:
-        super().__init__(task_id)
-        self.task_id = task_id
-        self.available = available
-
-    def __str__(self) -> str:
-        return f"unknown task {self.task_id!r}; available: {', '.join(self.available)}"
 
 
 class Concept(BaseModel):

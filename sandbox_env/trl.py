@@ -40,18 +40,24 @@ step read or changed, not the whole workspace on every step.
 
 from __future__ import annotations
 
+import inspect
 import os
 import threading
 import weakref
 from pathlib import Path
 from typing import Any
 
-from .environment import EpisodeDone, InvalidAction, TriageEnvironment
+from .actions import ACTIONS, ActionModel, tool_docstring
+from .client import TriageClient
+from .environment import LocalEpisode, TriageEnvironment
+from .errors import EnvError, EpisodeDone
 from .models import Observation
-from .tasks import TaskRegistry, UnknownTask, default_task_root
+from .protocol import Episode
+from .tasks import TaskRegistry, default_task_root
 
 URL_ENV_VARS = ("SANDBOX_ENV_URL", "ENV_URL")
 RELEASE_TIMEOUT_S = 5.0  # closing an episode at garbage collection or exit never waits longer
+ENDS_EPISODE = ("EPISODE_DONE", "UNKNOWN_EPISODE", "NOT_RESET")  # codes after which no tool runs
 
 _shared_lock = threading.Lock()
 _shared_registries: dict[Path, TaskRegistry] = {}
@@ -66,7 +72,8 @@ def _shared_registry(root: Path) -> TaskRegistry:
         return _shared_registries[root]
 
 
-def _shared_sandbox_and_judge() -> tuple[Any, Any]:
+def _local_episode(root: Path) -> LocalEpisode:
+    """An in-process episode over the process's shared mock sandbox and judge."""
     from .rubrics import default_judge
     from .sandbox import make_sandbox
 
@@ -74,117 +81,67 @@ def _shared_sandbox_and_judge() -> tuple[Any, Any]:
         if not _shared_parts:
             _shared_parts["sandbox"] = make_sandbox("mock")
             _shared_parts["judge"] = default_judge()
-        return _shared_parts["sandbox"], _shared_parts["judge"]
+        sandbox, judge = _shared_parts["sandbox"], _shared_parts["judge"]
+    return LocalEpisode(TriageEnvironment(_shared_registry(root), sandbox, judge))
 
 
-class _LocalEpisodes:
-    """Episodes in this process: a TriageEnvironment over the shared mock sandbox."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self._env: TriageEnvironment | None = None
-
-    def reset(self, task: str | None, seed: int | None) -> Observation:
-        if self._env is None:
-            sandbox, judge = _shared_sandbox_and_judge()
-            self._env = TriageEnvironment(_shared_registry(self.root), sandbox, judge, owns_sandbox=False)
-        return self._env.reset(task=task, seed=seed, compact=True)
-
-    def step(self, action: dict[str, Any]) -> Observation:
-        assert self._env is not None
-        return self._env.step(action)  # InvalidAction / EpisodeDone propagate unchanged
-
-    def close(self) -> None:
-        self._env = None  # the shared sandbox stays open for the other instances
+class _ServerUnreachable(RuntimeError):
+    """The sandbox-env server did not answer (TRL shows the message as the tool's error)."""
 
 
-class _RemoteEpisodes:
-    """Episodes on a sandbox-env server; the HTTP client is created on the first reset."""
+def _remote(url: str, call: Any, *args: Any, **kw: Any) -> Any:
+    import httpx
 
-    def __init__(self, url: str) -> None:
-        self.url = url
-        self._client: Any = None
+    try:
+        return call(*args, **kw)
+    except httpx.HTTPError as exc:
+        raise _ServerUnreachable(f"sandbox-env server at {url} did not answer: "
+                                 f"{type(exc).__name__}: {exc}") from exc
 
-    def _http(self) -> Any:
-        if self._client is None:
-            from .client import TriageClient
 
-            self._client = TriageClient(self.url)
-        return self._client
+def _release(url: str, client: TriageClient) -> None:
+    """Close a remote episode from a finalizer (GC or interpreter exit): bounded, never raises.
 
-    def _call(self, fn: Any, *args: Any, **kw: Any) -> Any:
-        import httpx
+    A fresh short-timeout request rather than the client's pool (whose timeout suits steps that
+    run a training job), so a hung or vanished server cannot stall garbage collection or exit.
+    """
+    try:
+        if client.episode_id:
+            import httpx
 
+            httpx.post(url.rstrip("/") + "/close", json={"episode_id": client.episode_id},
+                       timeout=RELEASE_TIMEOUT_S)
+    except Exception:  # the server is gone or the episode expired: nothing left to free
+        pass
+    finally:
+        client.episode_id = None
         try:
-            return fn(*args, **kw)
-        except httpx.HTTPError as exc:
-            raise RuntimeError(f"sandbox-env server at {self.url} did not answer: "
-                               f"{type(exc).__name__}: {exc}") from exc
-
-    def reset(self, task: str | None, seed: int | None) -> Observation:
-        from .client import EnvClientError
-
-        client = self._http()
-        self._close_episode()
-        try:
-            return self._call(client.reset, task=task, seed=seed, compact=True).observation
-        except EnvClientError as exc:
-            if exc.status == 404 and task:
-                ids = [t["id"] for t in self._call(client.tasks)]
-                raise UnknownTask(task, ids) from None
-            raise
-
-    def step(self, action: dict[str, Any]) -> Observation:
-        from .client import EnvClientError
-
-        try:
-            return self._call(self._http().step, action).observation
-        except EnvClientError as exc:
-            if exc.status == 409:
-                raise EpisodeDone(exc.detail) from None
-            if exc.status in (400, 422):
-                raise InvalidAction(exc.detail) from None
-            if exc.status == 404:
-                raise EpisodeDone(f"the server no longer has this episode ({exc.detail}); "
-                                  "it expired or was closed") from None
-            raise
-
-    def _close_episode(self) -> None:
-        if self._client is not None and self._client.episode_id:
-            try:
-                self._client.close_episode()
-            except Exception:  # already expired or the server restarted: nothing to free
-                self._client.episode_id = None
-
-    def close(self) -> None:
-        if self._client is not None:
-            self._close_episode()
-            self._client.close()
-            self._client = None
-
-    def release(self) -> None:
-        """Close the live episode from a finalizer (GC or interpreter exit): bounded, never raises.
-
-        A fresh short-timeout request rather than the client's pool (whose timeout suits steps that
-        run a training job), so a hung or vanished server cannot stall garbage collection or exit.
-        """
-        client, self._client = self._client, None
-        if client is None:
-            return
-        try:
-            if client.episode_id:
-                import httpx
-
-                httpx.post(self.url.rstrip("/") + "/close", json={"episode_id": client.episode_id},
-                           timeout=RELEASE_TIMEOUT_S)
-        except Exception:  # the server is gone or the episode expired: nothing left to free
+            client.close()
+        except Exception:
             pass
-        finally:
-            client.episode_id = None
-            try:
-                client.close()
-            except Exception:
-                pass
+
+
+def _tool_method(model: type[ActionModel]) -> Any:
+    """A TRL tool for one action, derived from the action table: name, typed arguments (with
+    the model's defaults) and a Google-style docstring that get_json_schema reads."""
+    kind, names = model.kind(), model.argument_names()
+
+    def tool(self: TriageToolEnv, *args: Any, **kwargs: Any) -> str:
+        bound = tool.__signature__.bind(self, *args, **kwargs)  # type: ignore[attr-defined]
+        bound.apply_defaults()
+        return self._act({"action_type": kind, **{n: bound.arguments[n] for n in names}})
+
+    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    for n in names:
+        field = model.model_fields[n]
+        default = inspect.Parameter.empty if field.is_required() else field.default
+        params.append(inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                        annotation=field.annotation, default=default))
+    tool.__signature__ = inspect.Signature(params, return_annotation=str)  # type: ignore[attr-defined]
+    tool.__annotations__ = {n: model.model_fields[n].annotation for n in names} | {"return": str}
+    tool.__name__ = tool.__qualname__ = kind
+    tool.__doc__ = tool_docstring(model)
+    return tool
 
 
 class TriageToolEnv:
@@ -209,13 +166,14 @@ class TriageToolEnv:
     max_output_chars = 16_000  # longer tool output keeps its head and tail (tokens count against the budget)
 
     def __init__(self) -> None:
-        url = next((os.environ[v] for v in URL_ENV_VARS if os.environ.get(v)), None)
-        self._episodes: _LocalEpisodes | _RemoteEpisodes = (
-            _RemoteEpisodes(url) if url else _LocalEpisodes(default_task_root()))
-        if isinstance(self._episodes, _RemoteEpisodes):
+        self._url = next((os.environ[v] for v in URL_ENV_VARS if os.environ.get(v)), None)
+        self._episode: Episode | None = None  # the episode protocol: TriageClient or LocalEpisode
+        if self._url:
+            client = TriageClient(self._url)
+            self._episode = client
             # TRL never closes its environments: free the server episode when this instance is
-            # collected or at exit. The callback holds the transport, never the instance.
-            weakref.finalize(self, self._episodes.release)
+            # collected or at exit. The callback holds the client, never the instance.
+            weakref.finalize(self, _release, self._url, client)
         self._started = False
         self._last_hint: str | None = None
         self.reward = 0.0
@@ -239,7 +197,7 @@ class TriageToolEnv:
         task = kwargs.get("task") or kwargs.get("task_id") or None
         seed = kwargs.get("seed")
         self._started = False  # until the new episode exists (a failed reset leaves none usable)
-        obs = self._episodes.reset(str(task) if task else None, None if seed is None else int(seed))
+        obs = self._reset(str(task) if task else None, None if seed is None else int(seed))
         self._started, self._last_hint = True, None
         self.reward, self.shaped_reward, self.done, self.score = 0.0, 0.0, False, None
         self.task, self.observation = obs.task_name, obs
@@ -254,67 +212,28 @@ class TriageToolEnv:
             "the feature) are rejected."
         )
 
-    # ------------------------------------------------------------------ tools
-    def read_file(self, filename: str) -> str:
-        """Read one file of the workspace.
-
-        Args:
-            filename: Path of the file relative to the workspace root, e.g. "train.py".
-
-        Returns:
-            The file's content, followed by a status line.
-        """
-        return self._act({"action_type": "read_file", "filename": filename})
-
-    def edit_file(self, filename: str, old_str: str, new_str: str) -> str:
-        """Replace exactly one occurrence of old_str by new_str in a workspace file.
-
-        Args:
-            filename: Path of the file relative to the workspace root, e.g. "train.py".
-            old_str: Exact text to replace; it must occur exactly once in the file. Use an empty
-                string only to create a new file.
-            new_str: The replacement text.
-
-        Returns:
-            Whether the edit was applied (or why not, with the nearest lines), and a status line.
-        """
-        return self._act({"action_type": "edit_file", "filename": filename,
-                          "old_str": old_str, "new_str": new_str})
-
-    def execute_bash(self, command: str) -> str:
-        """Run a shell command in the workspace, e.g. the training command to reproduce the failure.
-
-        Args:
-            command: The command line to run, e.g. "python train.py".
-
-        Returns:
-            The command's output, its exit code and outcome, and a status line.
-        """
-        return self._act({"action_type": "execute_bash", "command": command})
-
-    def view_git_diff(self, filename: str | None = None) -> str:
-        """Show the unified diff of the workspace against the original repository.
-
-        Args:
-            filename: Limit the diff to this file; omit it for the diff of every file.
-
-        Returns:
-            The diff ("No changes." when there is none), and a status line.
-        """
-        return self._act({"action_type": "view_git_diff", "filename": filename})
-
-    def submit_fix(self, explanation: str) -> str:
-        """Submit the fix and end the episode: hidden checks verify it and the explanation is scored.
-
-        Args:
-            explanation: The root cause, the mechanism of the failure and why the fix works.
-
-        Returns:
-            The verification verdict with its reasons, the explanation score and the episode score.
-        """
-        return self._act({"action_type": "submit_fix", "explanation": explanation})
-
     # ------------------------------------------------------------------ helpers
+    def _reset(self, task: str | None, seed: int | None) -> Observation:
+        if self._episode is None:
+            self._episode = _local_episode(default_task_root())
+        if self._url:  # one live server episode per instance: the previous one is closed first
+            self._close_episode()
+            return _remote(self._url, self._episode.reset, task=task, seed=seed, compact=True).observation
+        return self._episode.reset(task=task, seed=seed, compact=True).observation
+
+    def _step(self, action: dict[str, Any]) -> Observation:
+        assert self._episode is not None
+        if self._url:
+            return _remote(self._url, self._episode.step, action).observation
+        return self._episode.step(action).observation
+
+    def _close_episode(self) -> None:
+        if self._episode is not None:
+            try:
+                self._episode.close_episode()
+            except (EnvError, _ServerUnreachable, OSError):
+                pass  # already expired, or the server restarted: nothing to free
+
     def _act(self, action: dict[str, Any]) -> str:
         if not self._started:
             raise RuntimeError("reset() must be called before any tool")
@@ -323,9 +242,10 @@ class TriageToolEnv:
             raise EpisodeDone(f"The episode is over{score}; no tool call is accepted any more. "
                               "Stop calling tools.")
         try:
-            obs = self._episodes.step(action)
-        except EpisodeDone:
-            self.done = True
+            obs = self._step(action)
+        except EnvError as exc:
+            if exc.code in ENDS_EPISODE:
+                self.done = True
             raise
         self.observation = obs
         if action["action_type"] != "submit_fix":
@@ -351,13 +271,19 @@ class TriageToolEnv:
 
     def _close(self) -> None:
         """Free the episode (remote: close the server session). Not a tool: TRL never calls it."""
-        self._episodes.close()
+        self._close_episode()
+        if isinstance(self._episode, TriageClient):
+            self._episode.close()
 
     def __enter__(self) -> TriageToolEnv:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._close()
+
+
+for _model in ACTIONS:  # the five tools, derived from the action table
+    setattr(TriageToolEnv, _model.kind(), _tool_method(_model))
 
 
 def _clip(text: str, limit: int) -> str:

@@ -50,7 +50,7 @@ LAYERS = [
           job="evaluation runs, records, summaries and reports"),
     Layer("tools", ("certify", "fidelity", "doctor"),
           ("sandbox", "domain", "kit", "episode"), ("docker",), job="operator commands behind the CLI"),
-    Layer("cli", ("cli", "__init__", "__main__"), ("*",), ("uvicorn",),
+    Layer("cli", ("cli", "__init__", "__main__", "server.asgi"), ("*",), ("uvicorn",),
           job="the command line: may use anything"),
 ]
 THIRD_PARTY_EVERYWHERE = {"pydantic", "typing_extensions"}

@@ -6,11 +6,17 @@ import asyncio
 
 import pytest
 
+from sandbox_env.actions import parse_action
 from sandbox_env.environment import EpisodeDone, InvalidAction, NotReset, TriageEnvironment
-from sandbox_env.models import Limits, Outcome, RunResult, Verdict
+from sandbox_env.models import Limits, Observation, Outcome, RunResult, Verdict
 from sandbox_env.oracle import oracle_actions
 from sandbox_env.sandbox.mock import MockSandbox
 from sandbox_env.tasks import TaskRegistry
+
+
+def act(env: TriageEnvironment, raw: dict) -> Observation:
+    """One raw action, validated the way every face validates it, then applied."""
+    return env.step(parse_action(raw))
 
 
 @pytest.fixture
@@ -28,27 +34,27 @@ def test_reset_observation(env: TriageEnvironment) -> None:
 
 def test_step_before_reset_and_after_done(env: TriageEnvironment) -> None:
     with pytest.raises(NotReset):
-        env.step({"action_type": "view_git_diff"})
+        act(env, {"action_type": "view_git_diff"})
     env.reset(task="toy_mean")
-    env.step({"action_type": "submit_fix", "explanation": "nothing"})
+    act(env, {"action_type": "submit_fix", "explanation": "nothing"})
     with pytest.raises(EpisodeDone):
-        env.step({"action_type": "view_git_diff"})
+        act(env, {"action_type": "view_git_diff"})
 
 
 def test_invalid_actions_are_explained(env: TriageEnvironment) -> None:
     env.reset(task="toy_mean")
     with pytest.raises(InvalidAction, match="no action_type"):
-        env.step({"filename": "x"})
+        act(env, {"filename": "x"})
     with pytest.raises(InvalidAction, match="read_file"):
-        env.step({"action_type": "rm_rf"})
+        act(env, {"action_type": "rm_rf"})
     with pytest.raises(InvalidAction, match="filename"):
-        env.step({"action_type": "read_file"})
+        act(env, {"action_type": "read_file"})
 
 
 def test_oracle_episode_scores_high(env: TriageEnvironment, toy_tasks: TaskRegistry) -> None:
     env.reset(task="toy_mean")
     for a in oracle_actions(toy_tasks.get("toy_mean")):
-        obs = env.step(a)
+        obs = act(env, a)
     assert obs.done and obs.verdict and obs.verdict.passed
     assert obs.score is not None and obs.score >= 0.9
     assert env.state.score == obs.score and obs.system_status == "fix_verified"
@@ -57,29 +63,29 @@ def test_oracle_episode_scores_high(env: TriageEnvironment, toy_tasks: TaskRegis
 
 def test_run_output_reward_and_hints(env: TriageEnvironment) -> None:
     env.reset(task="toy_mean")
-    obs = env.step({"action_type": "execute_bash", "command": "python report.py"})
+    obs = act(env, {"action_type": "execute_bash", "command": "python report.py"})
     assert obs.run_status == "failing" and obs.reward > 0 and "sanity check failed" in obs.terminal_output
     assert obs.system_status == "training_failed" and obs.hint is None
-    obs = env.step({"action_type": "execute_bash", "command": "python3 report.py"})
+    obs = act(env, {"action_type": "execute_bash", "command": "python3 report.py"})
     assert obs.reward == 0  # the failure was already reproduced once
     assert obs.hint is not None
 
 
 def test_repeat_penalty_only_on_unchanged_workspace(env: TriageEnvironment) -> None:
     env.reset(task="toy_mean")
-    env.step({"action_type": "view_git_diff"})
-    obs = env.step({"action_type": "view_git_diff"})
+    act(env, {"action_type": "view_git_diff"})
+    obs = act(env, {"action_type": "view_git_diff"})
     assert obs.reward < 0 and "identical action" in obs.terminal_output
-    env.step({"action_type": "edit_file", "filename": "stats.py", "old_str": "total = 0.0",
+    act(env, {"action_type": "edit_file", "filename": "stats.py", "old_str": "total = 0.0",
               "new_str": "total = 0.0 + 0"})
-    assert env.step({"action_type": "view_git_diff"}).reward == 0
+    assert act(env, {"action_type": "view_git_diff"}).reward == 0
 
 
 def test_failed_edit_earns_nothing_and_syntax_break_costs(env: TriageEnvironment) -> None:
     env.reset(task="toy_mean")
-    obs = env.step({"action_type": "edit_file", "filename": "stats.py", "old_str": "nope", "new_str": "x"})
+    obs = act(env, {"action_type": "edit_file", "filename": "stats.py", "old_str": "nope", "new_str": "x"})
     assert obs.reward == 0 and obs.last_action_error
-    obs = env.step({"action_type": "edit_file", "filename": "stats.py", "old_str": "total = 0.0",
+    obs = act(env, {"action_type": "edit_file", "filename": "stats.py", "old_str": "total = 0.0",
                     "new_str": "total = (0.0"})
     assert obs.reward < 0 and "no longer compiles" in obs.terminal_output
 
@@ -87,7 +93,7 @@ def test_failed_edit_earns_nothing_and_syntax_break_costs(env: TriageEnvironment
 def test_budget_exhaustion_scores_unverified(env: TriageEnvironment) -> None:
     obs = env.reset(task="toy_mean")
     for i in range(obs.max_steps):
-        obs = env.step({"action_type": "read_file", "filename": ["stats.py", "report.py"][i % 2]})
+        obs = act(env, {"action_type": "read_file", "filename": ["stats.py", "report.py"][i % 2]})
     assert obs.done and obs.system_status == "budget_exhausted"
     assert obs.score == 0.001 and env.state.verdict is None
 
@@ -102,9 +108,9 @@ def test_budget_exhaustion_scores_unverified(env: TriageEnvironment) -> None:
 def test_seed_exploits_score_low(env: TriageEnvironment, exploit: list[dict]) -> None:
     env.reset(task="toy_mean")
     for a in exploit:
-        env.step(a)
+        act(env, a)
     stuffed = "off-by-one len(values) count divisor " * 20
-    obs = env.step({"action_type": "submit_fix", "explanation": stuffed})
+    obs = act(env, {"action_type": "submit_fix", "explanation": stuffed})
     assert obs.done and not obs.verdict.passed and obs.score < 0.2
 
 
@@ -120,9 +126,9 @@ class _BrokenSandbox(MockSandbox):
 def test_infra_errors_are_not_scored(toy_tasks: TaskRegistry) -> None:
     env = TriageEnvironment(toy_tasks, _BrokenSandbox())
     env.reset(task="toy_mean")
-    obs = env.step({"action_type": "execute_bash", "command": "python report.py"})
+    obs = act(env, {"action_type": "execute_bash", "command": "python report.py"})
     assert obs.step_number == 0 and obs.system_status == "infra_error" and obs.reward == 0
-    obs = env.step({"action_type": "submit_fix", "explanation": "x"})
+    obs = act(env, {"action_type": "submit_fix", "explanation": "x"})
     assert not obs.done and obs.score is None and "not a result about your code" in obs.terminal_output
 
 
@@ -133,17 +139,17 @@ class _CountingSandbox(MockSandbox):
         self.closed += 1
 
 
-def test_closing_a_session_never_closes_a_shared_sandbox(toy_tasks: TaskRegistry) -> None:
+def test_closing_an_episode_never_closes_its_sandbox(toy_tasks: TaskRegistry) -> None:
     from sandbox_env.server.sessions import SessionManager
 
     shared = _CountingSandbox()
-    sessions = SessionManager(lambda: TriageEnvironment(toy_tasks, shared, owns_sandbox=False), 4, 60)
+    sessions = SessionManager(lambda: TriageEnvironment(toy_tasks, shared), 4, 60)
     a, b = sessions.open("a"), sessions.open("b")
     a.env.reset(task="toy_mean")
     b.env.reset(task="toy_mean")
     assert asyncio.run(sessions.close("a"))
     assert len(sessions) == 1 and a.env._state is None and shared.closed == 0
-    assert b.env.step({"action_type": "view_git_diff"}).step_number == 1
+    assert act(b.env, {"action_type": "view_git_diff"}).step_number == 1
     own = _CountingSandbox()
     TriageEnvironment(toy_tasks, own).close()
-    assert own.closed == 1
+    assert own.closed == 0  # the environment borrows its sandbox: its maker closes it

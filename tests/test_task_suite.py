@@ -7,7 +7,9 @@ from collections import Counter
 
 import pytest
 
+from sandbox_env.actions import parse_action
 from sandbox_env.environment import TriageEnvironment
+from sandbox_env.models import Observation
 from sandbox_env.oracle import oracle_actions, patch_to_edits
 from sandbox_env.sandbox.mock import MockSandbox
 from sandbox_env.tasks import TaskRegistry, TaskSpec
@@ -15,6 +17,11 @@ from sandbox_env.traces import load_traces, task_states
 from sandbox_env.workspace import Workspace, content_hash
 
 from .conftest import ROOT
+
+
+def act(env: TriageEnvironment, raw: dict) -> Observation:
+    """One raw action, validated the way every face validates it, then applied."""
+    return env.step(parse_action(raw))
 
 TASK_IDS = sorted(p.parent.name for p in (ROOT / "task_repos").glob("*/task.toml"))
 SEED_TASKS = {"oom_graph_leak", "fsdp_collective_deadlock", "compile_graph_break", "ddp_gradient_hang"}
@@ -87,7 +94,7 @@ def test_oracle_scores_at_least_0_9_in_mock_mode(task: TaskSpec, real_tasks: Tas
     env = TriageEnvironment(real_tasks, MOCK)
     env.reset(task=task.id)
     for a in oracle_actions(task):
-        obs = env.step(a)
+        obs = act(env, a)
     assert obs.done and obs.verdict is not None and obs.verdict.passed, obs.terminal_output
     assert obs.score is not None and obs.score >= 0.9, obs.terminal_output
 
@@ -116,9 +123,9 @@ def test_seed_exploits_score_below_0_2(task: TaskSpec, real_tasks: TaskRegistry,
     env = TriageEnvironment(real_tasks, MOCK)
     env.reset(task=task.id)
     for a in _exploits(task)[name]:
-        env.step(a)
+        act(env, a)
     words = " ".join(p for c in task.concepts for p in [c.name])
     text = task.reference_explanation if explanation == "reference" else (words + " ") * 25
-    obs = env.step({"action_type": "submit_fix", "explanation": text})
+    obs = act(env, {"action_type": "submit_fix", "explanation": text})
     assert obs.done and obs.verdict is not None and not obs.verdict.passed
     assert obs.score is not None and obs.score < 0.2

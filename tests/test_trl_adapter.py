@@ -172,7 +172,7 @@ def test_remote_sessions_close_at_interpreter_exit(server_url: str) -> None:
     assert active_sessions(server_url) == before
     # the server went away: the finalizer gives up quietly (nothing listens on port 9)
     dead = run_python("from sandbox_env.trl import TriageToolEnv\n"
-                      "e = TriageToolEnv(); e._episodes._http().episode_id = 'gone'", url="http://127.0.0.1:9")
+                      "e = TriageToolEnv(); e._episode.episode_id = 'gone'", url="http://127.0.0.1:9")
     assert dead.returncode == 0 and not dead.stderr.strip(), dead.stderr
 
 

@@ -57,7 +57,7 @@ def build_tokenizer() -> PreTrainedTokenizerFast:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     texts = [p.read_text(errors="replace") for p in sorted((ROOT / "task_repos").rglob("*.py"))]
-    texts += [PROMPT, COMPLETION, (ROOT / "sandbox_env" / "trl.py").read_text()]
+    texts += [PROMPT, COMPLETION, *((ROOT / "sandbox_env" / f).read_text() for f in ("trl.py", "actions.py"))]
     bpe = Tokenizer(models.BPE())
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     bpe.decoder = decoders.ByteLevel()

@@ -284,7 +284,7 @@ class EvalRunner:
 
     def _run_one(self, key: EpisodeKey, sandbox: Sandbox) -> EpisodeRecord | None:
         task = self.tasks.get(key.task)
-        env = TriageEnvironment(self.tasks, sandbox, judge=self.judge, owns_sandbox=False)
+        env = TriageEnvironment(self.tasks, sandbox, judge=self.judge)
         session = EpisodeSession(env, self.stop)
         started, t0 = _now(), time.monotonic()
         result, status, error = AgentResult(), "ok", None

@@ -20,6 +20,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import __version__
 from ..environment import TriageEnvironment
+from ..errors import EnvError, InvalidJson, InvalidRequest, PayloadTooLarge, UnknownEpisode
 from ..models import ACTION_ADAPTER, Observation, State, StepResult
 from ..rubrics import ExplanationJudge, default_judge
 from ..sandbox import Sandbox
@@ -28,7 +29,7 @@ from ..tasks import TaskRegistry
 from .mcp import ACTION_TOOLS, McpHandler
 from .mcp_http import AsgiReply, McpHttp
 from .service import EpisodeService, ResetParams, parse_reset
-from .sessions import EpisodeError, SessionManager
+from .sessions import SessionManager
 from .wire import (
     CloseReply,
     CloseRequest,
@@ -85,7 +86,7 @@ class BodyLimit:
                     refused = True
                     if msg.get("more_body", False):
                         await self._drain(receive, self.drain_limit - seen)
-                    raise EpisodeError(413, "PAYLOAD_TOO_LARGE", f"request body over {self.limit} bytes")
+                    raise PayloadTooLarge(f"request body over {self.limit} bytes")
             return msg
 
         await self.app(scope, limited, send)
@@ -151,7 +152,7 @@ EPISODE_HEADER = {"parameters": [{"name": "X-Episode-Id", "in": "header", "requi
 def header_episode_id(request: Request) -> str | None:
     value = request.headers.get("x-episode-id")
     if value is not None and len(value) > 128:
-        raise EpisodeError(422, "VALIDATION_ERROR", "X-Episode-Id: at most 128 characters")
+        raise InvalidRequest("X-Episode-Id: at most 128 characters")
     return value
 
 
@@ -160,7 +161,7 @@ def create_app(tasks: TaskRegistry, sandbox: Sandbox, config: ServerConfig | Non
     """Build the app around one task registry and one sandbox shared by its sessions."""
     cfg = config or ServerConfig()
     judge = judge or default_judge()
-    sessions = SessionManager(lambda: TriageEnvironment(tasks, sandbox, judge, owns_sandbox=False),
+    sessions = SessionManager(lambda: TriageEnvironment(tasks, sandbox, judge),
                               cfg.max_sessions, cfg.idle_timeout_s)
     service = EpisodeService(tasks, sessions, max_threads=cfg.max_sessions)
     mcp = McpHandler(service)
@@ -194,8 +195,8 @@ def create_app(tasks: TaskRegistry, sandbox: Sandbox, config: ServerConfig | Non
     app.state.sessions = sessions
     app.state.sandbox = sandbox
 
-    @app.exception_handler(EpisodeError)
-    async def _episode_error(_: Request, exc: EpisodeError) -> JSONResponse:
+    @app.exception_handler(EnvError)
+    async def _episode_error(_: Request, exc: EnvError) -> JSONResponse:
         return JSONResponse({"detail": exc.message, "code": exc.code}, status_code=exc.status)
 
     @app.exception_handler(StarletteHTTPException)
@@ -220,9 +221,9 @@ def create_app(tasks: TaskRegistry, sandbox: Sandbox, config: ServerConfig | Non
         try:
             data = json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise EpisodeError(400, "INVALID_JSON", f"malformed JSON: {exc}") from None
+            raise InvalidJson(f"malformed JSON: {exc}") from None
         if not isinstance(data, dict):
-            raise EpisodeError(422, "VALIDATION_ERROR", "the request body must be a JSON object")
+            raise InvalidRequest("the request body must be a JSON object")
         return data
 
     @app.post("/reset", response_model=StepResult, responses=errors(400, 404, 409, 413, 422, 503),
@@ -243,7 +244,7 @@ def create_app(tasks: TaskRegistry, sandbox: Sandbox, config: ServerConfig | Non
         header = header_episode_id(request)  # validated even when the body names the episode
         episode_id = body.pop("episode_id", None) or header
         if episode_id is not None and not isinstance(episode_id, str):
-            raise EpisodeError(422, "VALIDATION_ERROR", "episode_id must be a string")
+            raise InvalidRequest("episode_id must be a string")
         action = service.parse_action(body["action"] if "action" in body else body)
         return _json(await service.step(sessions.get(episode_id), action))
 
@@ -255,7 +256,7 @@ def create_app(tasks: TaskRegistry, sandbox: Sandbox, config: ServerConfig | Non
     @app.post("/close", response_model=CloseReply, responses=errors(400, 404, 413, 422))
     async def close(body: CloseRequest) -> CloseReply:
         if not await sessions.close(body.episode_id):
-            raise EpisodeError(404, "UNKNOWN_EPISODE", f"unknown episode_id {body.episode_id!r}")
+            raise UnknownEpisode(f"unknown episode_id {body.episode_id!r}")
         return CloseReply(closed=body.episode_id)
 
     @app.websocket("/ws")

@@ -29,15 +29,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .. import __version__
-from ..models import ACTION_TYPES, EditFile, ExecuteBash, Observation, ReadFile, SubmitFix, ViewGitDiff
-from .service import EpisodeService, ResetParams, parse_reset, validation_message
-from .sessions import EpisodeError, Session
+from ..actions import ACTIONS, tool_input_schema, validation_message
+from ..errors import EnvError, EpisodeInUse, InvalidRequest, MethodNotFound, UnknownEpisode
+from ..models import Observation
+from .service import EpisodeService, ResetParams, parse_reset
+from .sessions import Session
 
 PROTOCOL_VERSION = "2025-06-18"
-PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, SERVER_ERROR = (
-    -32700, -32600, -32601, -32602, -32000)
-_PARAM_CODES = {"INVALID_ACTION", "VALIDATION_ERROR", "UNKNOWN_TASK", "UNKNOWN_EPISODE",
-                "EPISODE_ID_REQUIRED", "NO_EPISODE"}
+PARSE_ERROR, INVALID_REQUEST = -32700, -32600  # JSON-RPC's own; episode errors: errors.ERRORS
 START_TOOL = "start_episode"
 INSTRUCTIONS = (f"Call {START_TOOL} (task, seed, compact) to start an episode in this session, then "
                 "the action tools; submit_fix ends the episode and scores it; "
@@ -65,24 +64,17 @@ class StartEpisode(BaseModel):
     compact: bool = Field(default=False, description="only the files a step touched in current_files")
 
 
-def _schema(model: type[BaseModel], drop: tuple[str, ...] = ()) -> dict[str, Any]:
-    schema = model.model_json_schema()
-    props = {k: v for k, v in schema["properties"].items() if k not in drop}
-    return {"type": "object", "properties": props,
-            "required": [k for k in schema.get("required", []) if k in props],
+def _start_schema() -> dict[str, Any]:
+    schema = StartEpisode.model_json_schema()
+    return {"type": "object", "properties": schema["properties"], "required": schema.get("required", []),
             "additionalProperties": False}
 
 
-def _tool(model: type[BaseModel]) -> dict[str, Any]:
-    return {"name": model.model_fields["action_type"].default,
-            "description": (model.__doc__ or "").strip(),
-            "inputSchema": _schema(model, ("action_type", "metadata"))}
-
-
-ACTION_TOOLS = [_tool(m) for m in (ReadFile, EditFile, ExecuteBash, ViewGitDiff, SubmitFix)]
-assert [t["name"] for t in ACTION_TOOLS] == list(ACTION_TYPES)
+# The five actions as tools, derived from the action table (actions.py)
+ACTION_TOOLS = [{"name": m.kind(), "description": m.summary(), "inputSchema": tool_input_schema(m)}
+                for m in ACTIONS]
 TOOLS = [{"name": START_TOOL, "description": " ".join((StartEpisode.__doc__ or "").split()),
-          "inputSchema": _schema(StartEpisode)}, *ACTION_TOOLS]
+          "inputSchema": _start_schema()}, *ACTION_TOOLS]
 TOOL_NAMES = tuple(t["name"] for t in TOOLS)
 
 
@@ -113,7 +105,7 @@ def parse_start(args: dict[str, Any]) -> ResetParams:
     try:
         start = StartEpisode.model_validate(args)
     except ValidationError as exc:
-        raise EpisodeError(422, "VALIDATION_ERROR", validation_message(exc, START_TOOL)) from None
+        raise InvalidRequest(validation_message(exc, START_TOOL)) from None
     return ResetParams(task=start.task, seed=start.seed, compact=start.compact)
 
 
@@ -121,13 +113,13 @@ async def run_tool(service: EpisodeService, name: Any, args: Any,
                    session_for: Callable[[bool], Session]) -> dict[str, Any]:
     """Run one tool call; ``session_for(starting)`` gives the caller's episode (may raise).
 
-    Raises :class:`EpisodeError` for a call that cannot run (unknown tool, invalid arguments,
-    no episode, episode done); each face reports it in its own protocol.
+    Raises an :class:`~sandbox_env.errors.EnvError` for a call that cannot run (unknown tool,
+    invalid arguments, no episode, episode done); each face reports it in its own protocol.
     """
     if name not in TOOL_NAMES:
-        raise EpisodeError(422, "VALIDATION_ERROR", f"unknown tool {name!r}; tools: {', '.join(TOOL_NAMES)}")
+        raise InvalidRequest(f"unknown tool {name!r}; tools: {', '.join(TOOL_NAMES)}")
     if not isinstance(args, dict):
-        raise EpisodeError(422, "VALIDATION_ERROR", "arguments must be an object")
+        raise InvalidRequest("arguments must be an object")
     if name == START_TOOL:
         params = parse_start(args)
         service.check_task(params.task)
@@ -176,16 +168,12 @@ class McpHandler:
         try:
             req = JsonRpcRequest.model_validate(data)
         except ValidationError as exc:
-            msgs = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'request'}: {e['msg']}"
-                             for e in exc.errors()[:6])
-            return _error(req_id, INVALID_REQUEST, f"Invalid Request: {msgs}")
+            return _error(req_id, INVALID_REQUEST, validation_message(exc, "Invalid Request", 6))
         notification = "id" not in data
         try:
             result = await self._dispatch(req, episode_header, bound)
-        except EpisodeError as exc:
-            code = (METHOD_NOT_FOUND if exc.code == "METHOD_NOT_FOUND"
-                    else INVALID_PARAMS if exc.code in _PARAM_CODES else SERVER_ERROR)
-            return _error(req.id, code, exc.message, {"code": exc.code})
+        except EnvError as exc:
+            return _error(req.id, exc.face.jsonrpc, exc.message, {"code": exc.code})
         return None if notification else _ok(req.id, result)
 
     async def _dispatch(self, req: JsonRpcRequest, episode_header: str | None,
@@ -207,7 +195,7 @@ class McpHandler:
                                       self._session_for(params, episode_header, bound))
             case "openenv/session/create":
                 if bound is not None:
-                    raise EpisodeError(409, "EPISODE_IN_USE", "this WebSocket already has its "
+                    raise EpisodeInUse("this WebSocket already has its "
                                        "episode; send a reset message instead")
                 reset = parse_reset(params)
                 self.service.check_task(reset.task)
@@ -218,13 +206,13 @@ class McpHandler:
             case "openenv/session/close":
                 sid = params.get("session_id")
                 if not isinstance(sid, str) or not sid:
-                    raise EpisodeError(422, "VALIDATION_ERROR", "session_id (string) is required")
+                    raise InvalidRequest("session_id (string) is required")
                 if bound is not None and sid == bound.episode_id:
-                    raise EpisodeError(409, "EPISODE_IN_USE", "close the WebSocket to end its episode")
+                    raise EpisodeInUse("close the WebSocket to end its episode")
                 if not await self.service.sessions.close(sid):
-                    raise EpisodeError(404, "UNKNOWN_EPISODE", f"unknown session_id {sid!r}")
+                    raise UnknownEpisode(f"unknown session_id {sid!r}")
                 return {"session_id": sid, "closed": True}
-        raise EpisodeError(404, "METHOD_NOT_FOUND", f"Method not found: {req.method}")
+        raise MethodNotFound(f"Method not found: {req.method}")
 
     def _session_for(self, params: dict[str, Any], episode_header: str | None,
                      bound: Session | None) -> Callable[[bool], Session]:
@@ -233,7 +221,7 @@ class McpHandler:
                 return bound
             sid = params.get("session_id") or params.get("episode_id") or episode_header
             if sid is not None and not isinstance(sid, str):
-                raise EpisodeError(422, "VALIDATION_ERROR", "session_id must be a string")
+                raise InvalidRequest("session_id must be a string")
             if starting:  # start_episode without a session: a new named episode
                 return self.service.sessions.open(sid or new_episode_id())
             return self.service.sessions.get(sid)

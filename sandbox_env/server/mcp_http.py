@@ -26,9 +26,10 @@ from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
 from .. import __version__
+from ..errors import EnvError, InvalidRequest, NoEpisode, NoMcpSession, UnknownEpisode
 from .mcp import INSTRUCTIONS, START_TOOL, TOOLS, run_tool, tool_error
 from .service import EpisodeService
-from .sessions import EpisodeError, Session
+from .sessions import Session
 
 
 @dataclass
@@ -73,23 +74,23 @@ class McpHttp:
 
         def session_for(starting: bool) -> Session:
             if sid is None:  # unreachable through the session manager: it refuses id-less calls
-                raise EpisodeError(400, "NO_MCP_SESSION", "no Mcp-Session-Id: initialize first")
+                raise NoMcpSession("no Mcp-Session-Id: initialize first")
             if starting:
                 session = self.service.sessions.open(sid)
                 state.episode_id = sid
                 return session
             if state.episode_id is None:
-                raise EpisodeError(409, "NO_EPISODE", f"no episode in this MCP session yet: call "
+                raise NoEpisode(f"no episode in this MCP session yet: call "
                                    f"{START_TOOL} (task, seed, compact) first")
             try:
                 return self.service.sessions.get(sid)
-            except EpisodeError:
-                raise EpisodeError(404, "UNKNOWN_EPISODE", f"this session's episode expired or was "
+            except EnvError:
+                raise UnknownEpisode(f"this session's episode expired or was "
                                    f"closed: call {START_TOOL} to start a new one") from None
 
         try:
             result = await run_tool(self.service, name, arguments, session_for)
-        except EpisodeError as exc:
+        except EnvError as exc:
             result = tool_error(f"{exc.code}: {exc.message}")
         return types.CallToolResult.model_validate(result)
 
@@ -130,7 +131,7 @@ def _streamable_initialize(body: bytes, accept: str) -> bool:
 def _episode_header(request: Request) -> str | None:
     value = request.headers.get("x-episode-id")
     if value is not None and len(value) > 128:
-        raise EpisodeError(422, "VALIDATION_ERROR", "X-Episode-Id: at most 128 characters")
+        raise InvalidRequest("X-Episode-Id: at most 128 characters")
     return value
 
 

@@ -15,11 +15,11 @@ from typing import Any, TypeVar
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..environment import EpisodeDone, InvalidAction, NotReset, parse_action
+from ..actions import ActionModel, parse_action, validation_message
+from ..errors import InvalidRequest, SandboxUnavailable
 from ..models import State, StepResult
-from ..sandbox import SandboxUnavailable
-from ..tasks import TaskRegistry, UnknownTask
-from .sessions import EpisodeError, Session, SessionManager
+from ..tasks import TaskRegistry
+from .sessions import Session, SessionManager
 
 T = TypeVar("T")
 
@@ -36,27 +36,23 @@ class ResetParams(BaseModel):
         "every step; true sends only the files the step read or changed"))
 
 
-def validation_message(exc: ValidationError, prefix: str = "invalid request") -> str:
-    msgs = [f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in exc.errors()]
-    return f"{prefix}: " + "; ".join(msgs[:8])
-
-
 def parse_reset(data: Any, *, lenient: bool = False) -> ResetParams:
     """Validate reset parameters; ``lenient`` drops unknown keys (OpenEnv clients pass extras)."""
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise EpisodeError(422, "VALIDATION_ERROR", "reset parameters must be a JSON object")
+        raise InvalidRequest("reset parameters must be a JSON object")
     if lenient:
         data = {k: v for k, v in data.items() if k in ResetParams.model_fields}
     try:
         return ResetParams.model_validate(data)
     except ValidationError as exc:
-        raise EpisodeError(422, "VALIDATION_ERROR", validation_message(exc)) from None
+        raise InvalidRequest(validation_message(exc)) from None
 
 
 class EpisodeService:
-    """reset / step / state on sessions, with the errors every face maps to its own protocol."""
+    """reset / step / state on sessions. Raises errors.EnvError subclasses, which every face
+    answers through errors.ERRORS."""
 
     def __init__(self, tasks: TaskRegistry, sessions: SessionManager, max_threads: int) -> None:
         self.tasks = tasks
@@ -70,11 +66,9 @@ class EpisodeService:
         return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kw), limiter=self._limiter)
 
     def check_task(self, task: str | None) -> None:
+        """Raises UnknownTask (naming the available ones) before any session is opened."""
         if task is not None:
-            try:
-                self.tasks.get(task)
-            except UnknownTask as exc:
-                raise EpisodeError(404, "UNKNOWN_TASK", str(exc)) from None
+            self.tasks.get(task)
 
     async def reset(self, session: Session, params: ResetParams) -> StepResult:
         self.check_task(params.task)
@@ -84,30 +78,20 @@ class EpisodeService:
             session.touch()
         return StepResult(observation=obs, reward=obs.reward, done=obs.done, episode_id=session.episode_id)
 
-    @staticmethod
-    def parse_action(raw: Any) -> Any:
-        try:
-            return parse_action(raw)
-        except InvalidAction as exc:
-            raise EpisodeError(422, "INVALID_ACTION", str(exc)) from None
+    parse_action = staticmethod(parse_action)  # raises InvalidAction
 
-    async def step(self, session: Session, action: Any) -> StepResult:
-        """Run one validated action (see :meth:`parse_action`) in the session's environment."""
+    async def step(self, session: Session, action: ActionModel) -> StepResult:
+        """Run one validated action in the session's environment; actions that wait on I/O
+        (runs, verification, judging) run in a worker thread, the rest inline."""
         async with session.lock:
             try:
-                if session.env.may_block(action):
+                if action.waits:
                     obs = await self.in_thread(session.env.step, action)
                 else:
                     obs = session.env.step(action)
-            except EpisodeDone as exc:
-                raise EpisodeError(409, "EPISODE_DONE", str(exc)) from None
-            except NotReset:
-                raise EpisodeError(409, "NOT_RESET", "this episode has not been reset yet: "
-                                   "send a reset first") from None
             except SandboxUnavailable as exc:
-                raise EpisodeError(503, "SANDBOX_UNAVAILABLE",
-                                   f"{exc}. The step was not taken; retry once GET /health reports "
-                                   "docker_available") from None
+                raise SandboxUnavailable(f"{exc.message}. The step was not taken; retry once GET "
+                                         "/health reports the sandbox available") from None
             finally:
                 session.touch()
         return StepResult(observation=obs, reward=obs.reward, done=obs.done, episode_id=session.episode_id)
@@ -115,8 +99,4 @@ class EpisodeService:
     @staticmethod
     def state(session: Session) -> State:
         session.touch()
-        try:
-            return session.env.state
-        except NotReset:
-            raise EpisodeError(409, "NOT_RESET", "this episode has not been reset yet: "
-                               "send a reset first") from None
+        return session.env.state

@@ -16,18 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..environment import TriageEnvironment
-
-
-class EpisodeError(Exception):
-    """A request about an episode that cannot be satisfied.
-
-    ``status`` is the HTTP status, ``code`` a stable machine-readable reason that the
-    WebSocket and MCP faces report instead (e.g. ``CAPACITY_REACHED``).
-    """
-
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(message)
-        self.status, self.code, self.message = status, code, message
+from ..errors import CapacityReached, EpisodeIdRequired, EpisodeInUse, NoEpisode, UnknownEpisode
 
 
 @dataclass
@@ -82,7 +71,7 @@ class SessionManager:
         if episode_id and episode_id in self._sessions:
             s = self._sessions[episode_id]
             if s.attached != attached:
-                raise EpisodeError(409, "EPISODE_IN_USE", f"episode_id {episode_id!r} belongs to "
+                raise EpisodeInUse(f"episode_id {episode_id!r} belongs to "
                                    "another connection; pick another id")
             s.anonymous = False
             return s
@@ -90,8 +79,7 @@ class SessionManager:
         if anonymous:
             self._replace_anonymous()
         if len(self._sessions) >= self.max_sessions and not self.expire():
-            raise EpisodeError(503, "CAPACITY_REACHED",
-                               f"CAPACITY_REACHED: {self.max_sessions} episodes are live; close one "
+            raise CapacityReached(f"CAPACITY_REACHED: {self.max_sessions} episodes are live; close one "
                                "(POST /close or close the WebSocket) or wait for idle ones to expire")
         sid = episode_id or uuid.uuid4().hex
         session = Session(sid, self._factory(), attached=attached, anonymous=anonymous)
@@ -113,7 +101,7 @@ class SessionManager:
         if episode_id == session.episode_id:
             return
         if episode_id in self._sessions:
-            raise EpisodeError(409, "EPISODE_IN_USE", f"episode_id {episode_id!r} is already live")
+            raise EpisodeInUse(f"episode_id {episode_id!r} is already live")
         del self._sessions[session.episode_id]
         session.episode_id = episode_id
         self._sessions[episode_id] = session
@@ -129,7 +117,7 @@ class SessionManager:
         if episode_id:
             s = self._sessions.get(episode_id)
             if s is None:
-                raise EpisodeError(404, "UNKNOWN_EPISODE", f"unknown episode_id {episode_id!r} "
+                raise UnknownEpisode(f"unknown episode_id {episode_id!r} "
                                    "(expired or never created); call /reset to start an episode")
             s.anonymous = False
             return s
@@ -138,10 +126,9 @@ class SessionManager:
             return latest
         live = [s for s in self._sessions.values() if not s.attached and not s.finished]
         if not live:
-            raise EpisodeError(409, "NO_EPISODE", "no live episode: call /reset first")
+            raise NoEpisode("no live episode: call /reset first")
         if len(live) > 1:
-            raise EpisodeError(409, "EPISODE_ID_REQUIRED",
-                               f"{len(live)} episodes are live and none was started without an id: "
+            raise EpisodeIdRequired(f"{len(live)} episodes are live and none was started without an id: "
                                "give episode_id in the body or the X-Episode-Id header")
         return live[0]
 

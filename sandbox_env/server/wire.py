@@ -6,7 +6,9 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from ..models import Action, EditFile, ExecuteBash, Mode, ReadFile, SubmitFix, ViewGitDiff
+from ..actions import ACTIONS, Action
+from ..errors import ERRORS
+from ..models import Mode
 
 EPISODE_ID = Field(min_length=1, max_length=128)
 
@@ -15,8 +17,7 @@ class ErrorBody(BaseModel):
     """Every 4xx/5xx: a message for a human or an agent, and a stable machine code."""
 
     detail: str
-    code: str = Field(description="e.g. INVALID_ACTION, UNKNOWN_TASK, UNKNOWN_EPISODE, EPISODE_DONE, "
-                      "CAPACITY_REACHED, PAYLOAD_TOO_LARGE, INVALID_JSON, VALIDATION_ERROR")
+    code: str = Field(description="one of: " + ", ".join(ERRORS) + " (sandbox_env/errors.py)")
 
 
 class StepRequest(BaseModel):
@@ -38,7 +39,7 @@ def _flat(model: type[BaseModel]) -> type[BaseModel]:
     })
 
 
-FLAT_ACTIONS = [_flat(m) for m in (ReadFile, EditFile, ExecuteBash, ViewGitDiff, SubmitFix)]
+FLAT_ACTIONS = [_flat(m) for m in ACTIONS]
 
 
 def step_body_schema() -> tuple[dict[str, Any], dict[str, Any]]:

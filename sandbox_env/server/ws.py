@@ -20,9 +20,10 @@ from typing import Any
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from ..errors import EnvError, EpisodeInUse
 from .mcp import TOOLS, McpHandler, run_tool
 from .service import EpisodeService, parse_reset
-from .sessions import EpisodeError, Session
+from .sessions import Session
 
 WS_TRY_AGAIN_LATER = 1013
 WS_GOING_AWAY = 1001
@@ -50,7 +51,7 @@ class WebSocketEpisode:
             return
         try:
             session = sessions.open(None, attached=True)
-        except EpisodeError as exc:
+        except EnvError as exc:
             await ws.send_text(error_frame(exc.code, exc.message, active_sessions=len(sessions),
                                            max_sessions=sessions.max_sessions))
             await ws.close(code=WS_TRY_AGAIN_LATER, reason=exc.code)
@@ -75,7 +76,7 @@ class WebSocketEpisode:
         """Run the loop on an HTTP/MCP session's episode, which the socket does not own."""
         try:
             session = self.service.sessions.get(episode_id) if episode_id else None
-        except EpisodeError:
+        except EnvError:
             session = None
         if session is None or session.attached:
             await ws.send_text(error_frame("UNKNOWN_EPISODE", f"no episode to attach to for session_id "
@@ -91,7 +92,7 @@ class WebSocketEpisode:
     def _still_live(self, session: Session) -> bool:
         try:
             return self.service.sessions.get(session.episode_id) is session
-        except EpisodeError:
+        except EnvError:
             return False
 
     async def _loop(self, ws: WebSocket, session: Session, borrowed: bool = False) -> None:
@@ -133,7 +134,7 @@ class WebSocketEpisode:
                     params = parse_reset(data, lenient=True)
                     if params.episode_id and params.episode_id != session.episode_id:
                         if borrowed:
-                            raise EpisodeError(409, "EPISODE_IN_USE", "this socket is attached to "
+                            raise EpisodeInUse("this socket is attached to "
                                                f"episode {session.episode_id!r}; its id cannot change")
                         self.service.sessions.rename(session, params.episode_id)
                     res = await self.service.reset(session, params)
@@ -153,7 +154,7 @@ class WebSocketEpisode:
                 case "mcp":
                     resp = await self.mcp.handle(data, bound=session)
                     return (json.dumps({"type": "mcp", "data": resp}) if resp is not None else None), False
-        except EpisodeError as exc:
+        except EnvError as exc:
             return error_frame(exc.code, exc.message), False
         return error_frame("UNKNOWN_TYPE", f"unknown message type {kind!r}; expected one of "
                            "reset, step, state, close, mcp"), False
@@ -167,7 +168,7 @@ class WebSocketEpisode:
         name = data.get("tool_name")
         try:
             result = await run_tool(self.service, name, data.get("arguments") or {}, lambda _: session)
-        except EpisodeError as exc:
+        except EnvError as exc:
             kind = ("tool_not_found" if exc.message.startswith("unknown tool") else
                     "invalid_args" if exc.code in ("INVALID_ACTION", "VALIDATION_ERROR", "UNKNOWN_TASK")
                     else "execution_error")

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from sandbox_env.actions import parse_action
 from sandbox_env.environment import INSTRUCTIONS, TriageEnvironment
 from sandbox_env.models import Observation, Outcome
 from sandbox_env.tasks import TaskSpec
@@ -41,7 +42,7 @@ def play(env: TriageEnvironment, cheat: Cheat, task: TaskSpec, explanation: str 
     actions = episode(cheat, task, explanation)
     last_edit = max((i for i, a in enumerate(actions) if a["action_type"] == "edit_file"), default=None)
     for i, action in enumerate(actions):
-        obs = env.step(action)
+        obs = env.step(parse_action(action))
         out.observations.append(obs)
         if action["action_type"] == "edit_file" and obs.last_action_error:
             out.edit_errors.append(obs.last_action_error)

@@ -64,7 +64,7 @@ def played(request: pytest.FixtureRequest, sbx: DockerSandbox, real_tasks: TaskR
 
     def one(cheat: Cheat) -> Played:
         start = time.monotonic()
-        env = TriageEnvironment(real_tasks, sbx, owns_sandbox=False)
+        env = TriageEnvironment(real_tasks, sbx)
         try:
             out = play(env, cheat, real_tasks.get(cheat.task))
         finally:

@@ -177,3 +177,38 @@ def test_warm_pool_skips_dead_boxes_and_retries_failed_removals() -> None:
     pool._boxes.put(Box(_Ct(), [], "run"))
     pool.close()
     assert pool._boxes.empty()
+
+
+def test_a_container_that_fails_to_start_is_removed_with_its_volumes() -> None:
+    """create_box's failure path: the container goes first (it holds the volumes), then they do."""
+    from sandbox_env.sandbox.docker.containers import create_box
+
+    removed: list[str] = []
+
+    class _Obj:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def remove(self, force: bool = False) -> None:
+            if self.name.startswith("vol") and "container" not in removed:
+                raise RuntimeError("volume has active mounts")  # as the engine answers
+            removed.append(self.name)
+
+    class _Container(_Obj):
+        def start(self) -> None:
+            raise RuntimeError("OCI runtime create failed")
+
+    class _Client:
+        class volumes:
+            @staticmethod
+            def create(**_: Any) -> _Obj:
+                return _Obj(f"vol{len(removed)}-{id(_)}")
+
+        class containers:
+            @staticmethod
+            def create(*_: Any, **__: Any) -> _Container:
+                return _Container("container")
+
+    with pytest.raises(RuntimeError, match="OCI runtime"):
+        create_box(_Client(), "img", "owner", "run")
+    assert removed[0] == "container" and len(removed) > 1 and all(r.startswith("vol") for r in removed[1:])

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,6 +104,7 @@ def create_box(client: Any, image: str, owner: str, role: str, *, runtime: str =
     """
     verify = role == "verify"
     vols = _volumes(client, owner, role)
+    ct = None
     try:
         ct = client.containers.create(
             image, command=["sleep", "infinity"], init=True,
@@ -116,9 +118,13 @@ def create_box(client: Any, image: str, owner: str, role: str, *, runtime: str =
             labels=labels(owner, role), environment={"HOME": "/tmp"},
         )
         ct.start()
-    except Exception:
+    except Exception:  # a container that was made but did not start goes first: it holds the volumes
+        if ct is not None:
+            with suppress(Exception):
+                ct.remove(force=True)
         for _, v in vols:
-            v.remove(force=True)
+            with suppress(Exception):
+                v.remove(force=True)
         raise
     return Box(ct, [v for _, v in vols], role, runtime, None if limits is None else limit_key(limits))
 

@@ -202,6 +202,39 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
     return 0 if rate >= args.target else 1
 
 
+def cmd_heldout(args: argparse.Namespace) -> int:
+    from .heldout import judge_mock, load, report, save, score
+    from .sandbox.mock import MockSandbox
+
+    tasks = _registry(args)
+    selected = [tasks.get(t) for t in args.tasks] if args.tasks else list(tasks)
+    json_out, md_out = Path(args.json_out), Path(args.out)
+    if args.from_json:  # re-render (or re-score the mock) from a saved run of the real checks
+        rows = load(json_out)
+        mock = MockSandbox()
+        for r in rows:
+            judge_mock(r, tasks.get(r.task), mock.verify)
+        backend = args.mode
+    else:
+        real = None
+        if args.mode != "none":
+            sandbox = make_sandbox(args.mode, owner="heldout")
+            real = sandbox.verify
+        mock = MockSandbox()
+        try:
+            rows = score(selected, real, mock.verify, workers=args.workers)
+        finally:
+            if real is not None:
+                sandbox.close()
+        backend = args.mode
+        if real is not None:
+            save(rows, json_out)
+    md_out.parent.mkdir(parents=True, exist_ok=True)
+    md_out.write_text(report(rows, backend))
+    print(md_out.read_text())
+    return 0
+
+
 def cmd_agent(args: argparse.Namespace) -> int:
     from .agent import main as agent_main
 
@@ -331,6 +364,18 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", default="docs/fidelity.md")
     s.add_argument("--target", type=float, default=0.98)
     s.set_defaults(fn=cmd_fidelity)
+
+    s = sub.add_parser("heldout", help="score the real checks and the mock on held-out patches "
+                       "(task_repos/*/heldout: written by another hand, never used for tuning)")
+    s.add_argument("--mode", choices=[*mode_choices(real=True, auto=False), "none"], default="docker",
+                   help="the real backend (none: the mock only)")
+    s.add_argument("--tasks", nargs="*")
+    s.add_argument("--workers", type=int, default=1)
+    s.add_argument("--json-out", default="docs/heldout.json", help="the real verdicts, saved")
+    s.add_argument("--out", default="docs/heldout.md")
+    s.add_argument("--from-json", action="store_true",
+                   help="reuse the saved real verdicts; only the mock is judged again")
+    s.set_defaults(fn=cmd_heldout)
 
     s = sub.add_parser("agent", help="baseline LLM agent: play tasks of a running server with an "
                                      "OpenAI-compatible model ([START]/[STEP]/[END] on stdout)")

@@ -209,6 +209,12 @@ class TriageEnvironment:
         verdict = self.sandbox.verify(self.workspace, self.task)
         if verdict.outcome == Outcome.infra_error:
             return self._infra("verification", "\n".join(verdict.reasons))
+        if verdict.provenance == "unsure":  # the mock cannot tell: the episode ends unscored
+            st.done, st.submitted, st.verdict = True, True, verdict
+            lines = ["Verification UNSURE: this mode cannot tell whether the fix works; the episode "
+                     "is not scored (run it in docker or process mode for a verdict)"]
+            return {"terminal_output": "\n".join(lines + [f"- {r}" for r in verdict.reasons]),
+                    "reward": 0.0, "verdict": verdict, "system_status": "fix_unsure"}
         diff = self.workspace.diff()
         expl, notes = self.judge.score(a.explanation, self.task, diff)
         score = terminal_score(verdict, expl, st.step_count, st.max_steps)
@@ -249,7 +255,8 @@ class TriageEnvironment:
         st = self._state
         run_status = self.last_run_status
         if verdict is not None:
-            run_status = "passing" if verdict.passed else "failing"
+            run_status = ("unknown" if verdict.provenance == "unsure"
+                          else "passing" if verdict.passed else "failing")
         return Observation(
             task_name=self.task.id, task_description=self.task.incident_report,
             terminal_output=terminal_output,

@@ -14,6 +14,10 @@ import sys
 # sitecustomize.py / usercustomize.py / *.pth files (never loaded from the workspace) and modules
 # shadowing the standard library or torch (already imported when the workspace is) are ignored.
 _ENTRY_MODULES = ("train", "config", "model")
+
+# What a classifier returns when its analysis cannot tell which behaviour a state shows: the mock
+# then reports the verdict as unsure (not scored) instead of guessing.
+UNSURE = "unsure"
 _NOT_SHADOWABLE = set(sys.stdlib_module_names) | {"torch", "numpy"}
 
 

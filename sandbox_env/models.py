@@ -59,6 +59,9 @@ class RunResult(BaseModel):
     source: str = Field(default="", description="docker | local | mock replay provenance")
 
 
+Provenance = Literal["measured", "recorded", "inferred", "unsure"]
+
+
 class Verdict(BaseModel):
     """What the hidden checks concluded about a workspace."""
 
@@ -68,6 +71,10 @@ class Verdict(BaseModel):
     evidence: dict[str, Any] = Field(default_factory=dict)
     duration_s: float = 0.0
     source: str = ""
+    provenance: Provenance = Field(default="measured", description=(
+        "how the verdict was reached: measured (the checks ran here), recorded (the mock replays "
+        "a real run of this exact state), inferred (the mock's classifier matched a recorded "
+        "behaviour), unsure (the mock cannot tell: not scored)"))
 
 
 # --------------------------------------------------------------------------- episode

@@ -180,6 +180,7 @@ class TriageToolEnv:
         self.shaped_reward = 0.0
         self.done = False
         self.score: float | None = None
+        self.unsure = False  # the mock could not judge the submitted fix: no reward, not 0
         self.task: str | None = None
         self.observation: Observation | None = None
 
@@ -199,7 +200,7 @@ class TriageToolEnv:
         self._started = False  # until the new episode exists (a failed reset leaves none usable)
         obs = self._reset(str(task) if task else None, None if seed is None else int(seed))
         self._started, self._last_hint = True, None
-        self.reward, self.shaped_reward, self.done, self.score = 0.0, 0.0, False, None
+        self.reward, self.shaped_reward, self.done, self.score, self.unsure = 0.0, 0.0, False, None, False
         self.task, self.observation = obs.task_name, obs
         return (
             f"\n\n# Incident ({obs.task_name})\n{obs.task_description.strip()}\n\n"
@@ -252,8 +253,9 @@ class TriageToolEnv:
             self.shaped_reward = round(self.shaped_reward + obs.reward, 6)
         if obs.done:
             self.done = True
-            self.score = obs.score if obs.score is not None else obs.reward
-            self.reward = float(self.score)
+            self.unsure = obs.verdict is not None and obs.verdict.provenance == "unsure"
+            self.score = None if self.unsure else (obs.score if obs.score is not None else obs.reward)
+            self.reward = 0.0 if self.score is None else float(self.score)
         return self._render(obs)
 
     def _render(self, obs: Observation) -> str:
@@ -297,10 +299,11 @@ def reward_fn(environments: list[Any], **kwargs: Any) -> list[float | None]:
     """TRL reward function: each rollout's terminal score (None for other environment types).
 
     Pass as ``GRPOTrainer(reward_funcs=reward_fn, environment_factory=TriageToolEnv)``. TRL calls
-    it after the rollouts, before the environments are reset; ``None`` marks rollouts of other
-    environments in a multi-environment run, which TRL ignores.
+    it after the rollouts, before the environments are reset; ``None`` marks rollouts TRL must
+    ignore: other environments of a multi-environment run, and episodes whose fix the mock could
+    not judge (verdict provenance ``unsure``: a guess would be a false reward).
     """
-    return [env.reward if isinstance(env, TriageToolEnv) else None for env in environments]
+    return [env.reward if isinstance(env, TriageToolEnv) and not env.unsure else None for env in environments]
 
 
 __all__ = ["URL_ENV_VARS", "TriageToolEnv", "reward_fn"]

@@ -24,15 +24,17 @@ EPISODES_FILE = "episodes.jsonl"
 SUMMARY_FILE = "summary.json"
 RUNS_FILE = "runs.jsonl"
 
-Status = Literal["ok", "agent_error", "env_error", "infra_error"]
-OutcomeClass = Literal["verified", "rejected", "budget_exhausted", "unfinished", "infra_error", "error"]
-STATUSES: tuple[str, ...] = ("ok", "agent_error", "env_error", "infra_error")
+# unsure: the mock could not tell whether the submitted fix works (verdict provenance "unsure")
+Status = Literal["ok", "agent_error", "env_error", "infra_error", "unsure"]
+OutcomeClass = Literal["verified", "rejected", "budget_exhausted", "unfinished", "infra_error", "error",
+                       "unsure"]
+STATUSES: tuple[str, ...] = ("ok", "agent_error", "env_error", "infra_error", "unsure")
 OUTCOME_CLASSES: tuple[str, ...] = ("verified", "rejected", "budget_exhausted", "unfinished",
-                                    "infra_error", "error")
+                                    "infra_error", "error", "unsure")
 # Finished episodes are skipped on resume; the others are retried (the newer record wins).
-FINISHED_STATUSES = frozenset({"ok", "agent_error"})
-# Not the agent's doing: recorded and counted, never scored.
-EXCLUDED_STATUSES = frozenset({"infra_error", "env_error"})
+FINISHED_STATUSES = frozenset({"ok", "agent_error", "unsure"})
+# Not scored: not the agent's doing (infra, env), or a verdict nobody could reach (unsure).
+EXCLUDED_STATUSES = frozenset({"infra_error", "env_error", "unsure"})
 
 
 def cap_text(text: str, limit: int = OUTPUT_CAP) -> str:

@@ -343,8 +343,10 @@ class EvalRunner:
                                                    if s.action_type == "submit_fix"), 6),
                           agent_s=round(max(0.0, total - env_s), 6), total_s=round(total, 6))
         verdict = state.verdict if state is not None else None
-        if status == "infra_error":
-            outcome = "infra_error"
+        if status == "ok" and verdict is not None and verdict.provenance == "unsure":
+            status = "unsure"  # the mock could not tell: counted apart, never scored
+        if status in ("infra_error", "unsure"):
+            outcome = status
         elif status != "ok":
             outcome = "error"
         elif state is not None and state.submitted and verdict is not None:
@@ -482,7 +484,8 @@ def summary_lines(summary: Summary) -> list[str]:
             f" [{o.score.lo:.3f}, {o.score.hi:.3f}]" if o.score.lo is not None else "")
         out.append(f"[summary] {a.label}: episodes={o.n} scored={o.n_scored} success={rate} "
                    f"mean_score={score} infra_excluded={o.n_infra_excluded} "
-                   f"env_error_excluded={o.n_env_error_excluded} agent_errors={o.n_agent_error}")
+                   f"env_error_excluded={o.n_env_error_excluded} unsure_excluded={o.n_unsure_excluded} "
+                   f"agent_errors={o.n_agent_error}")
         for t, g in a.per_task.items():
             r = "n/a" if g.success.rate is None else f"{g.success.rate:.0%}"
             m = "n/a" if g.score.mean is None else f"{g.score.mean:.3f}"

@@ -52,6 +52,7 @@ class GroupStats(BaseModel):
     n_scored: int
     n_infra_excluded: int
     n_env_error_excluded: int
+    n_unsure_excluded: int = 0  # the mock could not tell whether the fix works: not scored
     n_agent_error: int
     success: RateCI
     score: MeanCI
@@ -127,6 +128,7 @@ def group_stats(records: Iterable[EpisodeRecord]) -> GroupStats:
         n=len(recs), n_scored=len(scored),
         n_infra_excluded=sum(r.status == "infra_error" for r in recs),
         n_env_error_excluded=sum(r.status == "env_error" for r in recs),
+        n_unsure_excluded=sum(r.status == "unsure" for r in recs),
         n_agent_error=sum(r.status == "agent_error" for r in recs),
         success=wilson(len(wins), len(scored)),
         score=mean_ci([r.score if r.score is not None else 0.0 for r in scored]),

@@ -12,6 +12,7 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
+from ..mock_analysis import UNSURE
 from ..models import Limits, Outcome, RunResult, Verdict
 from ..tasks import TaskSpec
 from ..traces import Trace, load_traces
@@ -75,6 +76,9 @@ class MockSandbox:
             behaviour = self._classify(workspace, task, h)
         except Exception as exc:  # a classifier bug must not look like the agent's failure
             return None, f"the mock classifier failed: {exc!r}", None
+        if behaviour == UNSURE:
+            return None, ("state never recorded, and the classifier cannot tell which behaviour it "
+                          "shows: the mock does not guess (docker or process mode runs it for real)"), UNSURE
         same = [t for t in traces if t.behaviour == behaviour]
         if not same:
             return None, (f"state never recorded; the classifier infers behaviour {behaviour!r}, "
@@ -147,12 +151,16 @@ class MockSandbox:
             err = syntax_error(path, workspace.files[path])
             if err:
                 return Verdict(passed=False, outcome=Outcome.failed, source="mock:syntax",
-                               reasons=[f"the code does not compile: {err}"])
+                               reasons=[f"the code does not compile: {err}"], provenance="measured")
         trace, how, behaviour = self._lookup(workspace, task)
+        if behaviour == UNSURE:
+            return Verdict(passed=False, outcome=Outcome.failed, source="mock:unsure", provenance="unsure",
+                           reasons=["the mock cannot tell whether this fix works; the episode is not "
+                                    "scored", self._footer(None, how)])
         if trace is None and behaviour is not None:
             passed = behaviour == PASSING_BEHAVIOUR
             return Verdict(passed=passed, outcome=Outcome.passed if passed else Outcome.failed,
-                           source="mock:inferred",
+                           source="mock:inferred", provenance="inferred",
                            reasons=["the verdict is inferred from the behaviour alone; nothing "
                                     "was measured", self._footer(None, how)])
         if trace is None:
@@ -162,6 +170,7 @@ class MockSandbox:
         return v.model_copy(update={
             "reasons": [*v.reasons, self._footer(trace, how)],
             "source": f"mock:{trace.state}",
+            "provenance": "inferred" if behaviour is not None else "recorded",
         })
 
     def close(self) -> None:

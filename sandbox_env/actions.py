@@ -122,9 +122,11 @@ Action = Annotated[Union[ACTIONS], Field(discriminator="action_type")]  # type: 
 ACTION_ADAPTER: TypeAdapter[Any] = TypeAdapter(Action)
 
 
-def validation_message(exc: ValidationError, prefix: str = "invalid request", limit: int = 8) -> str:
+def validation_message(exc: ValidationError | list[Any], prefix: str = "invalid request",
+                       limit: int = 8) -> str:
     """One line per pydantic error (location: message), the way every face reports them."""
-    msgs = [f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in exc.errors()]
+    errs = exc.errors() if isinstance(exc, ValidationError) else exc
+    msgs = [f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in errs]
     return f"{prefix}: " + "; ".join(msgs[:limit])
 
 

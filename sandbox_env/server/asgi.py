@@ -29,7 +29,8 @@ _ENV_FLAGS: tuple[tuple[str, str], ...] = (
 def _build_app() -> Any:
     from ..sandbox import make_sandbox
     from ..tasks import TaskRegistry
-    from .app import ServerConfig, create_app, limit_malloc_arenas
+    from .app import ServerConfig, create_app
+    from .limits import limit_malloc_arenas
 
     limit_malloc_arenas()
     env = os.environ.get

@@ -48,7 +48,7 @@ LAYERS = [
     Layer("eval", ("eval",), ("episode", "sandbox", "domain", "client", "agent"),
           ("httpx", "openai", "rich", "matplotlib", "numpy"),
           job="evaluation runs, records, summaries and reports"),
-    Layer("tools", ("certify", "fidelity", "doctor"),
+    Layer("tools", ("certify", "fidelity", "heldout", "doctor"),
           ("sandbox", "domain", "kit", "episode"), ("docker",), job="operator commands behind the CLI"),
     Layer("cli", ("cli", "__init__", "__main__", "server.asgi"), ("*",), ("uvicorn",),
           job="the command line: may use anything"),

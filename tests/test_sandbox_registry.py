@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
@@ -139,3 +140,20 @@ def test_doctor_lists_every_registered_mode(table: dict[str, registry.Backend]) 
     assert lines[0] == "[--] mode down: engine on strike"
     assert lines[1].startswith("[ok] mode fake: ")
     assert lines[2] == "[ok] mode auto: tries down -> fake; the first available here is fake"
+
+
+def test_health_says_why_the_backend_serves(toy_root: Path) -> None:
+    """auto mode's choice and its reasons reach GET /health (and the log)."""
+    from fastapi.testclient import TestClient
+
+    from sandbox_env.server import create_app
+    from sandbox_env.tasks import TaskRegistry as Registry
+
+    said: list[str] = []
+    auto = registry.make_sandbox("auto", say=said.append)
+    named = registry.make_sandbox("mock")
+    assert said and said[0].startswith("auto mode: using ")
+    assert registry.selection(auto) == said[0] and registry.selection(named) == "mock: asked for by name"
+    with TestClient(create_app(Registry(toy_root), named)) as client:
+        assert client.get("/health").json()["mode_reason"] == "mock: asked for by name"
+    auto.close()

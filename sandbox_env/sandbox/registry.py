@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import importlib
 import logging
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import SandboxUnavailable
 
@@ -106,6 +107,17 @@ def tiers() -> list[Backend]:
     return sorted((b for b in _BACKENDS.values() if b.tier is not None), key=lambda b: b.tier or 0)
 
 
+_CHOICES: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+
+
+def selection(sandbox: Sandbox) -> str:
+    """Why ``sandbox`` is the one in use: asked for by name, or auto mode's choice and reasons."""
+    try:
+        return _CHOICES.get(sandbox, f"{sandbox.mode} (made directly)")
+    except TypeError:  # not weak-referenceable
+        return f"{sandbox.mode} (made directly)"
+
+
 def make_sandbox(mode: str, owner: str | None = None,
                  say: Callable[[str], None] | None = None) -> Sandbox:
     """A sandbox of ``mode`` (a registered name or ``auto``).
@@ -117,7 +129,16 @@ def make_sandbox(mode: str, owner: str | None = None,
     """
     if mode == AUTO:
         return _walk_tiers(owner, say)
-    return _create(backend(mode), owner)
+    sandbox = _create(backend(mode), owner)
+    _remember(sandbox, f"{mode}: asked for by name")
+    return sandbox
+
+
+def _remember(sandbox: Sandbox, why: str) -> None:
+    try:
+        _CHOICES[sandbox] = why
+    except TypeError:
+        pass
 
 
 def _create(b: Backend, owner: str | None) -> Sandbox:
@@ -142,6 +163,7 @@ def _walk_tiers(owner: str | None, say: Callable[[str], None] | None) -> Sandbox
             continue
         why = "; ".join(skipped) if skipped else "the first tier works here"
         (say or (log.warning if skipped else log.info))(f"auto mode: using {b.name} ({why})")
+        _remember(sandbox, f"auto mode: using {b.name} ({why})")
         return sandbox
     raise SandboxUnavailable("auto mode: no tier can work here: " + "; ".join(skipped))
 

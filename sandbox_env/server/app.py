@@ -24,6 +24,7 @@ from ..models import ACTION_ADAPTER, Observation, State, StepResult
 from ..rubrics import ExplanationJudge, default_judge
 from ..sandbox import Sandbox
 from ..sandbox import find as find_backend
+from ..sandbox.registry import selection
 from ..tasks import TaskRegistry
 from .limits import BodyLimit
 from .mcp import ACTION_TOOLS, McpHandler
@@ -230,7 +231,8 @@ def create_app(tasks: TaskRegistry, sandbox: Sandbox, config: ServerConfig | Non
         status = "healthy" if (await available(sandbox.mode))[0] else "degraded"
         probe = getattr(sandbox, "runtime_report", None)  # docker mode: probed once, then cached
         rt = await run_in_threadpool(probe) if probe else None
-        return HealthReply(status=status, mode=sandbox.mode, docker_available=ok,  # type: ignore[arg-type]
+        return HealthReply(status=status, mode=sandbox.mode, mode_reason=selection(sandbox),
+                           docker_available=ok,  # type: ignore[arg-type]
                            docker_detail=why, task_count=len(tasks),
                            active_sessions=len(sessions), max_sessions=cfg.max_sessions,
                            expired_sessions=sessions.expired, idle_timeout_s=cfg.idle_timeout_s,

@@ -63,6 +63,8 @@ class HealthReply(BaseModel):
     status: Literal["healthy", "degraded"] = Field(
         description="degraded: docker mode with the engine unreachable (runs answer 503 meanwhile)")
     mode: Mode
+    mode_reason: str = Field(default="", description="why this backend serves: asked for by name, or "
+                             "auto mode's choice and why the tiers before it could not")
     docker_available: bool
     docker_detail: str
     task_count: int

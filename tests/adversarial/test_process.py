@@ -38,7 +38,7 @@ def sbx() -> Iterator[ProcessSandbox]:
 @pytest.mark.parametrize("cheat", SELECTED, ids=[c.id for c in SELECTED])
 def test_cheat_ends_unverified_below_0_2_in_process_mode(cheat: Cheat, sbx: ProcessSandbox,
                                                          real_tasks: TaskRegistry) -> None:
-    env = TriageEnvironment(real_tasks, sbx, owns_sandbox=False)
+    env = TriageEnvironment(real_tasks, sbx)
     try:
         p = play(env, cheat, real_tasks.get(cheat.task))
     finally:

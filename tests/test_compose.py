@@ -82,5 +82,6 @@ def test_compose_serves_real_docker_episodes(compose_url: str) -> None:
     assert r["observation"]["verdict"]["source"] == "docker" and r["observation"]["score"] < 0.2
     client = docker.from_env()
     time.sleep(1)
-    leftovers = client.containers.list(all=True, filters={"label": "sandbox-env.role=verify"})
+    mine = {"label": ["sandbox-env.role=verify", "sandbox-env.owner=compose-server"]}  # the compose server's
+    leftovers = client.containers.list(all=True, filters=mine)
     assert leftovers == []

@@ -25,10 +25,15 @@ class StateAgreement(BaseModel):
     real_passed: bool
     mock_passed: bool
     mock_source: str
+    mock_provenance: str = "inferred"
+
+    @property
+    def unsure(self) -> bool:
+        return self.mock_provenance == "unsure"
 
     @property
     def agrees(self) -> bool:
-        return self.real_passed == self.mock_passed
+        return not self.unsure and self.real_passed == self.mock_passed
 
 
 def measure_task(task: TaskSpec) -> list[StateAgreement]:
@@ -43,26 +48,33 @@ def measure_task(task: TaskSpec) -> list[StateAgreement]:
         verdict = mock.verify(Workspace(files), task)
         rows.append(StateAgreement(task=task.id, state=state, label=labels.get(state, state),
                                    real_passed=real[state].verdict.passed,
-                                   mock_passed=verdict.passed, mock_source=verdict.source))
+                                   mock_passed=verdict.passed, mock_source=verdict.source,
+                                   mock_provenance=verdict.provenance))
     return rows
 
 
 def report(rows: Iterable[StateAgreement]) -> tuple[str, float]:
-    """Markdown report and overall agreement rate."""
+    """Markdown report and the agreement rate among confident verdicts (unsure counted apart)."""
     rows = list(rows)
     tasks = sorted({r.task for r in rows})
-    lines = ["# Mock/real agreement (leave-one-out)", "",
-             "Real verdict: the state's Docker recording. Mock verdict: the mock sandbox with that "
-             "state's own recording hidden (classifier + the other recordings).", "",
-             "| task | states | agree | rate |", "|---|---:|---:|---:|"]
+    lines = ["# Mock/real agreement, in-sample (leave-one-out)", "",
+             "In-sample: these labelled states are the ones the classifiers were written and tested "
+             "with. Real verdict: the state's Docker recording. Mock verdict: the mock sandbox with "
+             "that state's own recording hidden (classifier + the other recordings). Unsure verdicts "
+             "(the classifier cannot tell) are counted apart; agreement is among confident ones. The "
+             "out-of-sample figures are in docs/heldout.md.", "",
+             "| task | states | unsure | agree | rate among confident |", "|---|---:|---:|---:|---:|"]
     for t in tasks:
         mine = [r for r in rows if r.task == t]
+        sure = [r for r in mine if not r.unsure]
         ok = sum(r.agrees for r in mine)
-        lines.append(f"| {t} | {len(mine)} | {ok} | {ok / len(mine):.1%} |")
+        lines.append(f"| {t} | {len(mine)} | {len(mine) - len(sure)} | {ok} | "
+                     f"{ok / len(sure) if sure else 0:.1%} |")
+    sure = [r for r in rows if not r.unsure]
     ok = sum(r.agrees for r in rows)
-    rate = ok / len(rows) if rows else 0.0
-    lines.append(f"| **all** | {len(rows)} | {ok} | **{rate:.1%}** |")
-    bad = [r for r in rows if not r.agrees]
+    rate = ok / len(sure) if sure else 0.0
+    lines.append(f"| **all** | {len(rows)} | {len(rows) - len(sure)} | {ok} | **{rate:.1%}** |")
+    bad = [r for r in rows if not r.agrees and not r.unsure]
     lines += ["", "Disagreements:" if bad else "No disagreements."]
     lines += [f"- {r.task} {r.state} ({r.label}): real passed={r.real_passed}, mock passed="
               f"{r.mock_passed} via {r.mock_source}" for r in bad]

@@ -322,7 +322,7 @@ def test_a_failing_episode_is_isolated(real_tasks: TaskRegistry, tmp_path: Path)
 
 def test_a_bug_of_the_harness_is_recorded_and_the_run_goes_on(real_tasks: TaskRegistry, tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    from sandbox_env.eval.runner import EvalRunner
+    from sandbox_env.eval.episode import EpisodeRunner as EvalRunner
 
     original = EvalRunner._record
 

@@ -1,0 +1,95 @@
+"""Commands that serve or play episodes: serve (the HTTP server), tasks, run, play."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from .. import __version__
+from ..environment import TriageEnvironment
+from ..sandbox import make_sandbox
+from ..workspace import Workspace
+from .common import task_registry
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from ..server import ServerConfig, create_app, limit_malloc_arenas
+
+    limit_malloc_arenas()
+    tasks = task_registry(args)
+    sandbox = make_sandbox(args.mode, owner=args.owner or f"serve-{args.port}")
+    cfg = ServerConfig(max_sessions=args.max_sessions, idle_timeout_s=args.idle_timeout)
+    app = create_app(tasks, sandbox, cfg)
+    print(f"sandbox-env {__version__}: {len(tasks)} tasks, mode={sandbox.mode}, "
+          f"http://{args.host}:{args.port}", flush=True)
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level,
+                ws_max_size=4 * cfg.max_body_bytes,  # larger frames: close 1009; larger messages: an error
+                # compressing every observation costs more CPU than it saves on a LAN
+                ws_per_message_deflate=False)
+    return 0
+
+
+def cmd_tasks(args: argparse.Namespace) -> int:
+    tasks = list(task_registry(args))
+    rows = [{"id": t.id, "difficulty": t.difficulty, "max_steps": t.max_steps,
+             "patches": len(t.patches), "title": t.title} for t in tasks]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    print(f"{'id':28s} {'difficulty':10s} {'steps':>5s} {'patches':>7s}  title")
+    for r in rows:
+        print(f"{r['id']:28s} {r['difficulty']:10s} {r['max_steps']:5d} {r['patches']:7d}  {r['title']}")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    task = task_registry(args).get(args.task)
+    ws = Workspace(task.repo_files())
+    if args.patch:
+        ws.apply_patch(Path(args.patch).read_text() if Path(args.patch).exists()
+                       else task.solution_patch if args.patch == "solution"
+                       else (task.root / "patches" / args.patch).read_text())
+    sandbox = make_sandbox(args.mode)
+    try:
+        res = sandbox.run(ws, args.command or task.run_command, task.limits, task)
+        print(res.output)
+        print(f"[{sandbox.mode}] exit={res.exit_code} outcome={res.outcome.value} "
+              f"duration={res.duration_s:.1f}s")
+        if args.verify:
+            v = sandbox.verify(ws, task)
+            print(json.dumps(v.model_dump(mode="json"), indent=1))
+    finally:
+        sandbox.close()
+    return 0
+
+
+def cmd_play(args: argparse.Namespace) -> int:
+    from ..actions import parse_action
+    from ..oracle import oracle_actions
+
+    tasks = task_registry(args)
+    ids = [args.task] if args.task != "all" else tasks.ids()
+    sandbox = make_sandbox(args.mode)
+    worst = 1.0
+    try:
+        for tid in ids:
+            env = TriageEnvironment(tasks, sandbox)
+            obs = env.reset(task=tid)
+            for action in oracle_actions(tasks.get(tid)):
+                obs = env.step(parse_action(action))
+                if args.verbose:
+                    print(f"  {action['action_type']:14s} reward={obs.reward:+.3f} "
+                          f"status={obs.system_status}")
+                if obs.done:
+                    break
+            st = env.state
+            worst = min(worst, st.score or 0.0)
+            score = "n/a (not finished: " + obs.system_status + ")" if st.score is None else f"{st.score:.3f}"
+            print(f"{tid:28s} mode={obs.mode} verified={bool(st.verdict and st.verdict.passed)} "
+                  f"score={score} steps={st.step_count}")
+    finally:
+        sandbox.close()
+    return 0 if worst >= 0.9 else 1

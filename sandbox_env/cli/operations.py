@@ -1,0 +1,134 @@
+"""Operator commands: build images and the runner venv, reap leftovers, doctor, and the task
+evidence (record traces, certify, fidelity, held-out patches)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..sandbox import backend, make_sandbox, modes
+from .common import real_sandbox, task_registry
+
+
+def cmd_images(args: argparse.Namespace) -> int:
+    from ..images import build_all
+
+    online = {"online": True, "offline": False, "auto": None}[args.source]
+    for tag, image_id in build_all(force=args.force, online=online, server=not args.runner_only).items():
+        print(f"{tag}: {image_id[:19]}")
+    return 0
+
+
+def cmd_runner(args: argparse.Namespace) -> int:
+    from ..runner_env import build
+
+    pip_args = args.pip_args.split() if args.pip_args else None
+    env = build(force=args.force, python=args.python, pip_args=pip_args)
+    print(f"{env.path}: torch {env.torch}, Python {env.python_version}")
+    return 0
+
+
+def cmd_reap(args: argparse.Namespace) -> int:
+    n = 0
+    for mode in modes():  # every backend cleans up after its own crashes
+        ok, why = backend(mode).available()
+        if ok:
+            n += backend(mode).load().cleanup(args.owner)
+        else:
+            print(f"{mode}: skipped ({why})", file=sys.stderr)
+    print(f"removed {n} container(s)")
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from ..doctor import run_doctor
+
+    return run_doctor(print)
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    from ..traces import Provenance, record_task
+
+    tasks = task_registry(args)
+    sandbox, where = real_sandbox(args, "record")
+    prov = Provenance(**where)
+    differing = 0
+    try:
+        for tid in args.tasks or tasks.ids():
+            task = tasks.get(tid)
+            if not args.compare:
+                record_task(task, sandbox, prov)
+                continue
+            import tempfile
+
+            from ..traces import load_traces, trace_differences
+
+            committed = {t.state: t for t in load_traces(task)}
+            with tempfile.TemporaryDirectory() as tmp:
+                for new in record_task(task, sandbox, prov, out_dir=Path(tmp)):
+                    old = committed.get(new.state)
+                    diffs = ["not recorded before"] if old is None else trace_differences(old, new)
+                    differing += bool(diffs)
+                    print(f"  {tid} {new.state}: {'; '.join(diffs) if diffs else 'identical'}")
+    finally:
+        sandbox.close()
+    if args.compare:
+        print(f"{differing} state(s) differ beyond timings, pids, ports and temp names")
+    return 1 if differing else 0
+
+
+def cmd_certify(args: argparse.Namespace) -> int:
+    from ..certify import certify_task, write
+
+    tasks = task_registry(args)
+    sandbox, prov = real_sandbox(args, "certify")
+    try:
+        results = [certify_task(tasks.get(t), sandbox, args.runs) for t in (args.tasks or tasks.ids())]
+    finally:
+        sandbox.close()
+    write(results, prov, Path(args.out))
+    print(Path(args.out).read_text())
+    return 0 if all(r.certified for r in results) else 1
+
+
+def cmd_fidelity(args: argparse.Namespace) -> int:
+    from ..fidelity import write_report
+
+    tasks = task_registry(args)
+    selected = [tasks.get(t) for t in args.tasks] if args.tasks else list(tasks)
+    out = Path(args.out)
+    rate = write_report(selected, out)
+    print(out.read_text())
+    return 0 if rate >= args.target else 1
+
+
+def cmd_heldout(args: argparse.Namespace) -> int:
+    from ..heldout import judge_mock, load, report, save, score
+    from ..sandbox.mock import MockSandbox
+
+    tasks = task_registry(args)
+    selected = [tasks.get(t) for t in args.tasks] if args.tasks else list(tasks)
+    json_out, md_out = Path(args.json_out), Path(args.out)
+    if args.from_json:  # re-render (or re-score the mock) from a saved run of the real checks
+        rows = load(json_out)
+        mock = MockSandbox()
+        for r in rows:
+            judge_mock(r, tasks.get(r.task), mock.verify)
+    else:
+        real = None
+        if args.mode != "none":
+            sandbox = make_sandbox(args.mode, owner="heldout")
+            real = sandbox.verify
+        mock = MockSandbox()
+        try:
+            rows = score(selected, real, mock.verify, workers=args.workers)
+        finally:
+            if real is not None:
+                sandbox.close()
+        if real is not None:
+            save(rows, json_out)
+    md_out.parent.mkdir(parents=True, exist_ok=True)
+    md_out.write_text(report(rows, args.mode))
+    print(md_out.read_text())
+    return 0

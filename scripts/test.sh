@@ -5,4 +5,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh dev,torch,trl
 .venv/bin/ruff check sandbox_env tests tools bench
-exec .venv/bin/python -m pytest "$@"
+exec .venv/bin/python -m pytest --durations=30 "$@"

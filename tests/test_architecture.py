@@ -32,7 +32,7 @@ LAYERS = [
     Layer("domain", ("models", "errors", "actions", "tasks", "workspace", "rubrics", "oracle", "traces"),
           ("kit",), ("pydantic", "openai"),
           job="what an episode is made of: no execution, no transport"),
-    Layer("sandbox", ("sandbox", "runner_env", "images"), ("domain", "kit"), ("docker", "torch"),
+    Layer("sandbox", ("sandbox", "runner_env", "images"), ("domain", "kit"), ("docker", "torch", "ray"),
           job="where commands run; the only layer that starts processes or containers"),
     Layer("episode", ("environment",), ("domain", "sandbox"),
           job="one episode over a sandbox: workspace, budget, rubric"),

@@ -1,0 +1,76 @@
+"""The per-node side of ray mode: one actor per node, driving that node's own backend.
+
+An actor holds all of its node's sandbox slots (the ``sandbox_slots`` resource), serves that
+many calls at once, and owns one inner sandbox (docker, process or mock; ``auto`` takes the
+node's first working tier) labelled with the driver's owner. Calls come
+in as JSON of the wire models and go back as JSON, so nothing but pydantic crosses the
+cluster. ``reap_node`` is the node's reaper: it removes what this owner's actors left.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import platform
+from pathlib import Path
+
+from ...models import Verdict
+from ...tasks import TaskRegistry, TaskSpec
+from ...workspace import Workspace
+from ..registry import AUTO, backend, make_sandbox, tiers
+from .wire import NodeInfo, RunCall, RunReply, VerifyCall
+
+log = logging.getLogger(__name__)
+
+
+def _local_task(task: TaskSpec) -> TaskSpec:
+    """The task as this node has it: the driver's path, or this node's task root by id."""
+    if task.root.is_dir():
+        return task
+    return TaskRegistry(Path(os.environ["SANDBOX_ENV_TASK_ROOT"]) if os.environ.get(
+        "SANDBOX_ENV_TASK_ROOT") else None).get(task.id)
+
+
+class NodeSandbox:
+    """The sandboxes of one node (made a Ray actor by the driver, see sandbox.py)."""
+
+    def __init__(self, inner: str, owner: str) -> None:
+        self.sandbox = make_sandbox(inner, owner=owner)
+
+    def info(self) -> str:
+        import ray
+
+        return NodeInfo(node_id=ray.get_runtime_context().get_node_id(), host=platform.node(),
+                        pid=os.getpid(), mode=self.sandbox.mode,
+                        provenance=self.sandbox.provenance()).model_dump_json()
+
+    def run(self, payload: str) -> str:
+        call = RunCall.model_validate_json(payload)
+        ws = Workspace(call.files)
+        res = self.sandbox.run(ws, call.command, call.limits, _local_task(call.task))
+        return RunReply(result=res, files=ws.files if ws.files != call.files else None).model_dump_json()
+
+    def verify(self, payload: str) -> str:
+        call = VerifyCall.model_validate_json(payload)
+        verdict: Verdict = self.sandbox.verify(Workspace(call.files), _local_task(call.task))
+        return verdict.model_dump_json()
+
+    def close(self) -> None:
+        self.sandbox.close()
+
+
+def reap_node(inner: str, owner: str | None) -> int:
+    """Remove what ``owner``'s actors left on this node (all of sandbox-env's when None)."""
+    names = [b.name for b in tiers()] if inner == AUTO else [inner]
+    n = 0
+    for name in names:
+        b = backend(name)
+        ok, _ = b.available()
+        if not ok:
+            continue
+        try:
+            n += b.load().cleanup(owner)
+        except Exception as exc:  # one backend's engine gone must not hide the others
+            log.warning("reap %s on %s: %s", name, platform.node(), exc)
+    return n
+

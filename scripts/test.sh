@@ -3,6 +3,6 @@
 # Extra arguments go to pytest (e.g. scripts/test.sh -m "not real").
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh dev,torch,trl
+bash scripts/setup.sh dev,torch,trl,ray
 .venv/bin/ruff check sandbox_env tests tools bench
 exec .venv/bin/python -m pytest --durations=30 "$@"

@@ -55,7 +55,7 @@ def _add(name: str, cls: type, **kw: Any) -> registry.Backend:
 
 
 def test_builtin_modes_and_every_list_derived_from_them() -> None:
-    assert registry.modes() == ("mock", "docker", "process", "local")
+    assert registry.modes() == ("mock", "docker", "process", "local", "ray")
     # the domain layer carries a registered backend's name as a string (it must not import the
     # sandbox layer): an observation in any registered mode validates
     for mode in registry.modes():
@@ -64,9 +64,9 @@ def test_builtin_modes_and_every_list_derived_from_them() -> None:
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     choices = {name: next(a.choices for a in p._actions if a.dest == "mode")
                for name, p in sub.choices.items() if any(a.dest == "mode" for a in p._actions)}
-    assert tuple(choices["serve"]) == ("mock", "docker", "process", "local", "auto")
+    assert tuple(choices["serve"]) == ("mock", "docker", "process", "local", "ray", "auto")
     assert set(choices["record"]) == set(choices["certify"]) == {"docker", "process", "local"}  # real ones
-    assert set(choices["eval"]) == {"mock", "docker", "process", "auto"}  # safe for untrusted agents
+    assert set(choices["eval"]) == {"mock", "docker", "process", "ray", "auto"}  # safe for untrusted agents
     assert [b.name for b in registry.tiers()] == ["docker", "process", "mock"]
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from .. import __version__
 from ..environment import TriageEnvironment
 from ..sandbox import make_sandbox
+from ..sandbox.ray_backend import ray_mode
 from ..workspace import Workspace
 from .common import task_registry
 
@@ -20,7 +21,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     limit_malloc_arenas()
     tasks = task_registry(args)
-    sandbox = make_sandbox(args.mode, owner=args.owner or f"serve-{args.port}")
+    sandbox = make_sandbox(ray_mode(args.mode, args.ray), owner=args.owner or f"serve-{args.port}")
     cfg = ServerConfig(max_sessions=args.max_sessions, idle_timeout_s=args.idle_timeout)
     app = create_app(tasks, sandbox, cfg)
     print(f"sandbox-env {__version__}: {len(tasks)} tasks, mode={sandbox.mode}, "

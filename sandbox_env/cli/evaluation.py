@@ -24,6 +24,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
 def cmd_eval(args: argparse.Namespace) -> int:
     from ..eval import EvalConfig, EvalConfigError, make_agent, parse_seeds, run_eval
     from ..eval.progress import summary_lines
+    from ..sandbox.ray_backend import ray_mode
 
     try:
         seeds = parse_seeds(args.seeds, args.episodes)
@@ -34,7 +35,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
                "request_timeout_s": args.request_timeout}
         agent = make_agent(args.agent, label=args.label, llm_overrides=llm, replay_agent=args.replay_agent)
         cfg = EvalConfig(agent=args.agent, tasks=tasks, seeds=seeds, concurrency=args.concurrency,
-                         force_concurrency=args.force_concurrency, mode=args.mode, out=Path(args.out),
+                         force_concurrency=args.force_concurrency, mode=ray_mode(args.mode, args.ray),
+                         out=Path(args.out),
                          progress=False if args.no_progress else None, owner=args.owner)
         res = run_eval(cfg, task_registry(args), agent)
     except (EvalConfigError, ValueError) as exc:

@@ -36,6 +36,8 @@ def _episode_commands(sub: Sub) -> None:
     s.add_argument("--max-sessions", type=int, default=64)
     s.add_argument("--idle-timeout", type=float, default=900.0)
     s.add_argument("--log-level", default="info")
+    s.add_argument("--ray", metavar="ADDRESS", help="run --mode on the nodes of this Ray cluster "
+                                                    "(docs/scale-out.md)")
     s.add_argument("--owner", help="label for this server's containers (default serve-PORT); "
                                    "its leftovers are reaped at start and on shutdown")
     s.set_defaults(fn=episodes.cmd_serve)
@@ -163,6 +165,8 @@ def _eval_commands(sub: Sub) -> None:
     s.add_argument("--no-progress", action="store_true", help="one line per episode instead of the live "
                                                               "display (automatic when stdout is no TTY)")
     s.add_argument("--owner", help="label of the containers (docker; default eval-PID-RANDOM)")
+    s.add_argument("--ray", metavar="ADDRESS", help="run --mode on the nodes of this Ray cluster "
+                                                    "(docs/scale-out.md)")
     s.add_argument("--replay-agent", help="replay: which agent's episodes when FILE holds several")
     s.add_argument("--model", help="llm: model name (default: $MODEL_NAME or Qwen/Qwen2.5-72B-Instruct)")
     s.add_argument("--api-base-url", help="llm: model endpoint (default: $API_BASE_URL); key: $HF_TOKEN "

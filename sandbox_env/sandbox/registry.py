@@ -177,3 +177,5 @@ register(Backend("process", "sandbox_env.sandbox.process:ProcessSandbox", tier=5
                  summary="bubblewrap namespaces with the project's runner venv (no daemon)"))
 register(Backend("local", "sandbox_env.sandbox.local:LocalSandbox",
                  summary="host processes with host torch; no isolation: recording and dev only"))
+register(Backend("ray", "sandbox_env.sandbox.ray_backend.sandbox:RaySandbox", real=False, untrusted=True,
+                 summary="forwards runs to sandbox actors on a Ray cluster's nodes (--ray ADDRESS)"))

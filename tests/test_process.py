@@ -21,6 +21,8 @@ from sandbox_env.sandbox.process.cgroups import RunGroup, probe
 from sandbox_env.tasks import TaskRegistry, TaskSpec
 from sandbox_env.workspace import Workspace
 
+from .tiers import rotating
+
 OK, WHY = ProcessSandbox.available()
 if not OK:
     pytest.skip(f"process mode not available: {WHY}", allow_module_level=True)
@@ -225,7 +227,7 @@ def test_run_group_writes_its_limits(tmp_path: Path) -> None:
 TASK_IDS = ["oom_graph_leak", "compile_graph_break", "ddp_gradient_hang", "fsdp_collective_deadlock"]
 
 
-@pytest.mark.parametrize("task_id", TASK_IDS)
+@pytest.mark.parametrize("task_id", rotating(TASK_IDS, "SANDBOX_ENV_TASK_SLICE", 4))  # tests/tiers.py
 def test_task_reproduces_and_its_fix_verifies(sbx: ProcessSandbox, real_tasks: TaskRegistry,
                                               task_id: str) -> None:
     task = real_tasks.get(task_id)

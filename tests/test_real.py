@@ -12,12 +12,13 @@ from sandbox_env.tasks import TaskRegistry
 from sandbox_env.workspace import Workspace
 
 from .test_task_suite import TASK_IDS
+from .tiers import rotating
 
 pytest.importorskip("torch")
 pytestmark = pytest.mark.real
 
 
-@pytest.mark.parametrize("task_id", TASK_IDS)
+@pytest.mark.parametrize("task_id", rotating(TASK_IDS, "SANDBOX_ENV_TASK_SLICE", 4))  # tests/tiers.py
 def test_repo_fails_for_real_and_reference_fix_passes(task_id: str, real_tasks: TaskRegistry) -> None:
     task, sbx = real_tasks.get(task_id), LocalSandbox()
     ws = Workspace(task.repo_files())

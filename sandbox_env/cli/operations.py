@@ -115,6 +115,7 @@ def cmd_heldout(args: argparse.Namespace) -> int:
         mock = MockSandbox()
         for r in rows:
             judge_mock(r, tasks.get(r.task), mock.verify)
+        save(rows, json_out)
     else:
         real = None
         if args.mode != "none":

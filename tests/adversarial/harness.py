@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -149,18 +148,3 @@ def problems(played: Played, task: TaskSpec) -> list[str]:
         if leaks:
             out.append(f"hidden check text appeared in an observation: {leaks[:3]}")
     return out
-
-
-AUTO_SLICES = 4
-
-
-def selected_slice(spec: str, today: datetime.date | None = None) -> tuple[int, int]:
-    """``(k, n)``: run corpus entries whose index is k modulo n (``all`` is ``(0, 1)``)."""
-    if spec == "all":
-        return 0, 1
-    if spec == "auto":
-        return (today or datetime.date.today()).toordinal() % AUTO_SLICES, AUTO_SLICES
-    k, _, n = spec.partition("/")
-    if not (k.isdigit() and n.isdigit() and 0 <= int(k) < int(n)):
-        raise ValueError(f"ADVERSARIAL_DOCKER_SLICE={spec!r}: expected all, auto or K/N with 0 <= K < N")
-    return int(k), int(n)

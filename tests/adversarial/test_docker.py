@@ -6,8 +6,8 @@ episodes at a time: verification containers are independent), and must end done,
 
 The whole corpus (~110 episodes) takes about 15-25 min on a 2-core machine, too long for CI
 beside everything else. ``ADVERSARIAL_DOCKER_SLICE`` picks what runs: ``K/N`` runs the
-entries whose index is K modulo N; ``auto`` (the default) runs slice (day number mod 4)/4, so
-consecutive CI days cover the whole corpus; ``all`` runs every entry
+entries whose index is K modulo N; ``auto`` (the default) runs slice (day number mod 8)/8, so
+eight consecutive CI days cover the whole corpus; ``all`` runs every entry
 (``bash scripts/adversarial-docker.sh`` does, and writes the dated table
 docs/adversarial-docker.md). The mock corpus (tests/adversarial/test_mock.py) always runs
 whole. The wall time is printed at the end.
@@ -27,8 +27,9 @@ from sandbox_env.environment import TriageEnvironment
 from sandbox_env.tasks import TaskRegistry
 
 from ..test_docker import CLIENT  # skips the module when no engine / image
+from ..tiers import rotating, selected_slice
 from .corpus import CORPUS, Cheat
-from .harness import Played, play, problems, selected_slice
+from .harness import Played, play, problems
 
 pytestmark = pytest.mark.docker
 assert CLIENT is not None
@@ -40,8 +41,8 @@ WORKERS = 2
 _TIMING: dict[str, float] = {}
 
 
-SLICE = selected_slice(os.environ.get("ADVERSARIAL_DOCKER_SLICE", "auto"))
-SELECTED = [c for i, c in enumerate(CORPUS) if i % SLICE[1] == SLICE[0]]
+SLICE = selected_slice(os.environ.get("ADVERSARIAL_DOCKER_SLICE", "auto"), slices=8)
+SELECTED = rotating(CORPUS, "ADVERSARIAL_DOCKER_SLICE", 8)
 
 
 @pytest.fixture(scope="module")

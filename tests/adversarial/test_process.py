@@ -2,13 +2,13 @@
 
 Same episodes and the same bar as tests/adversarial/test_docker.py (done, unverified, never
 an infra_error, below 0.2, no text of the hidden checks in an observation), over one shared
-ProcessSandbox. ``ADVERSARIAL_PROCESS_SLICE`` picks the entries: ``K/N`` (default ``0/12``,
-about ten episodes, a few minutes) or ``all``.
+ProcessSandbox. ``ADVERSARIAL_PROCESS_SLICE`` picks the entries (tests/tiers.py): ``auto`` (the
+default) a twelfth of the corpus, rotating daily (about ten episodes, a few minutes), ``K/N`` or
+``all``.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import pytest
@@ -17,15 +17,15 @@ from sandbox_env.environment import TriageEnvironment
 from sandbox_env.sandbox.process import ProcessSandbox
 from sandbox_env.tasks import TaskRegistry
 
+from ..tiers import rotating
 from .corpus import CORPUS, Cheat
-from .harness import play, problems, selected_slice
+from .harness import play, problems
 
 OK, WHY = ProcessSandbox.available()
 if not OK:
     pytest.skip(f"process mode not available: {WHY}", allow_module_level=True)
 
-SLICE = selected_slice(os.environ.get("ADVERSARIAL_PROCESS_SLICE", "0/12"))
-SELECTED = [c for i, c in enumerate(CORPUS) if i % SLICE[1] == SLICE[0]]
+SELECTED = rotating(CORPUS, "ADVERSARIAL_PROCESS_SLICE", 12)  # auto: 1/12 a day
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ import json
 import logging
 import time
 from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass, field
 from typing import Any
 
 from fastapi import FastAPI, Header, Query, Request, WebSocket
@@ -75,6 +76,21 @@ def header_episode_id(request: Request) -> str | None:
     return value
 
 
+@dataclass
+class _Parts:
+    """What the routes share: the registry, the sandbox, the sessions and the faces over them."""
+
+    tasks: TaskRegistry
+    sandbox: Sandbox
+    cfg: ServerConfig
+    sessions: SessionManager
+    service: EpisodeService
+    mcp: McpHandler
+    mcp_http: McpHttp
+    websockets: WebSocketEpisode
+    started: float = field(default_factory=time.time)
+
+
 def create_app(tasks: TaskRegistry, sandbox: Sandbox, config: ServerConfig | None = None,
                judge: ExplanationJudge | None = None) -> FastAPI:
     """Build the app around one task registry and one sandbox shared by its sessions."""
@@ -84,14 +100,14 @@ def create_app(tasks: TaskRegistry, sandbox: Sandbox, config: ServerConfig | Non
                               cfg.max_sessions, cfg.idle_timeout_s)
     service = EpisodeService(tasks, sessions, max_threads=cfg.max_sessions)
     mcp = McpHandler(service)
-    mcp_http = McpHttp(service, cfg.idle_timeout_s, cfg.max_sessions)
-    websockets = WebSocketEpisode(service, mcp, cfg.idle_timeout_s, cfg.max_body_bytes)
-    started = time.time()
+    parts = _Parts(tasks, sandbox, cfg, sessions, service, mcp,
+                   McpHttp(service, cfg.idle_timeout_s, cfg.max_sessions),
+                   WebSocketEpisode(service, mcp, cfg.idle_timeout_s, cfg.max_body_bytes))
 
     @asynccontextmanager
     async def lifespan(_: FastAPI):  # type: ignore[no-untyped-def]
         reaper = asyncio.create_task(sessions.reap_forever())
-        async with mcp_http.manager.run():  # the SDK's MCP sessions live in its task group
+        async with parts.mcp_http.manager.run():  # the SDK's MCP sessions live in its task group
             yield
         reaper.cancel()
         with suppress(asyncio.CancelledError):
@@ -113,7 +129,15 @@ def create_app(tasks: TaskRegistry, sandbox: Sandbox, config: ServerConfig | Non
     app.add_middleware(BodyLimit, limit=cfg.max_body_bytes)
     app.state.sessions = sessions
     app.state.sandbox = sandbox
+    _error_handlers(app)
+    _episode_routes(app, parts, step_schema)
+    _mcp_routes(app, parts)
+    _info_routes(app, parts)
+    return app
 
+
+def _error_handlers(app: FastAPI) -> None:
+    """Every error a client or an agent causes answers in one shape: {detail, code}."""
     @app.exception_handler(EnvError)
     async def _episode_error(_: Request, exc: EnvError) -> JSONResponse:
         return JSONResponse({"detail": exc.message, "code": exc.code}, status_code=exc.status)
@@ -131,6 +155,11 @@ def create_app(tasks: TaskRegistry, sandbox: Sandbox, config: ServerConfig | Non
         errors_ = [{**e, "loc": [p for p in e["loc"] if p != "body"]} for e in exc.errors()]
         return JSONResponse({"detail": validation_message(errors_), "code": InvalidRequest.code},
                             status_code=InvalidRequest("").status)
+
+
+def _episode_routes(app: FastAPI, p: _Parts, step_schema: dict[str, Any]) -> None:
+    """/reset, /step, /state, /close and /ws."""
+    sessions, service, websockets = p.sessions, p.service, p.websockets
 
     async def json_body(request: Request) -> dict[str, Any]:
         raw = await request.body()
@@ -181,6 +210,11 @@ def create_app(tasks: TaskRegistry, sandbox: Sandbox, config: ServerConfig | Non
     async def ws(websocket: WebSocket) -> None:
         await websockets.serve(websocket)
 
+
+def _mcp_routes(app: FastAPI, p: _Parts) -> None:
+    """/mcp: streamable HTTP MCP (the SDK) and OpenEnv's session-less JSON-RPC."""
+    mcp, mcp_http = p.mcp, p.mcp_http
+
     async def mcp_asgi(scope: Any, receive: Any, send: Any) -> None:
         await mcp_http.handle(scope, receive, send, mcp)
 
@@ -211,6 +245,11 @@ def create_app(tasks: TaskRegistry, sandbox: Sandbox, config: ServerConfig | Non
         """405, naming the methods /mcp has (GET too: no server-initiated event stream is offered)."""
         return JSONResponse({"detail": "Method Not Allowed", "code": "METHOD_NOT_ALLOWED"},
                             status_code=405, headers={"allow": "POST, DELETE"})
+
+
+def _info_routes(app: FastAPI, p: _Parts) -> None:
+    """/health, /metadata, /schema, /tasks."""
+    tasks, sandbox, sessions, cfg, started = p.tasks, p.sandbox, p.sessions, p.cfg, p.started
 
     probes: dict[str, tuple[float, tuple[bool, str]]] = {}
 
@@ -258,6 +297,3 @@ def create_app(tasks: TaskRegistry, sandbox: Sandbox, config: ServerConfig | Non
     async def list_tasks() -> list[TaskInfo]:
         return [TaskInfo(id=t.id, title=t.title, difficulty=t.difficulty, max_steps=t.max_steps,
                          run_command=t.run_command, files=sorted(t.repo_files())) for t in tasks]
-
-    return app
-

@@ -115,6 +115,13 @@ def test_cpu_time_limit_ends_a_busy_loop(sbx: ProcessSandbox, toy: TaskSpec) -> 
     assert res.outcome == Outcome.timeout
 
 
+def test_a_cpu_time_kill_is_a_timeout_not_a_failure(sbx: ProcessSandbox, toy: TaskSpec) -> None:
+    """The CPU-time rlimit fires first here (3 s of CPU, a 20 s wall): still a time limit."""
+    t0 = time.monotonic()
+    _, res = run(sbx, toy, "exec python -c 'while True: pass'", timeout_s=20, cpus=0.1)
+    assert res.outcome == Outcome.timeout and time.monotonic() - t0 < 15, res.output[-500:]
+
+
 def test_output_flood_is_capped(sbx: ProcessSandbox, toy: TaskSpec) -> None:
     _, res = run(sbx, toy, "yes flood | head -c 50000000", output_bytes=10_000)
     assert "output truncated" in res.output and len(res.output) < 12_000

@@ -61,7 +61,10 @@ def _start(spec):
         os.setsid()
         for name, value in spec["rlimits"].items():
             if value is not None:
-                resource.setrlimit(RLIMITS[name], (value, value))
+                # CPU: the hard limit a second past the soft one, so the kernel sends SIGXCPU (a
+                # time limit) rather than SIGKILL, which it sends when both are reached at once
+                hard = value + 1 if name == "CPU" else value
+                resource.setrlimit(RLIMITS[name], (value, hard))
         os.chdir(spec["cwd"])
         os.execve(spec["argv"][0], spec["argv"], spec["env"])
     except BaseException as exc:

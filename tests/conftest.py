@@ -75,6 +75,15 @@ def start_server(task_root: Path, mode: str = "mock", *extra: str,
 
 
 @pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    """A real uvicorn server in mock mode over the real tasks (8 sessions), one per test module."""
+    proc, url = start_server(ROOT / "task_repos", "mock", "--max-sessions", "8")
+    yield url
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
 def toy_server(toy_root: Path) -> Iterator[str]:
     proc, url = start_server(toy_root, "mock", "--max-sessions", "40")
     yield url

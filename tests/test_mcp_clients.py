@@ -13,7 +13,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,7 @@ from sandbox_env.oracle import oracle_actions
 from sandbox_env.server.mcp import TOOL_NAMES
 from sandbox_env.tasks import TaskRegistry
 
-from .conftest import ROOT, start_server
+from .conftest import ROOT
 from .test_openenv import ask, wait_sessions, ws_url
 
 CLIENTS = Path(__file__).parent / "clients"
@@ -60,14 +59,6 @@ def run_clients(*runs: tuple[Path, list[str], Any]) -> list[dict[str, Any]]:
 
 def sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    proc, url = start_server(ROOT / "task_repos", "mock", "--max-sessions", "8")
-    yield url
-    proc.terminate()
-    proc.wait(timeout=10)
 
 
 def calls_for(task_id: str, real_tasks: TaskRegistry) -> list[dict[str, Any]]:

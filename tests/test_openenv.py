@@ -7,7 +7,6 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,14 +24,6 @@ from sandbox_env.tasks import TaskRegistry
 from .conftest import ROOT, start_server
 
 OPENENV = Path(sys.executable).parent / "openenv"
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    proc, url = start_server(ROOT / "task_repos", "mock", "--max-sessions", "8")
-    yield url
-    proc.terminate()
-    proc.wait(timeout=10)
 
 
 def ws_url(url: str) -> str:

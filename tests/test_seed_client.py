@@ -13,7 +13,6 @@ import http.client
 import json
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -22,8 +21,6 @@ import pytest
 
 from sandbox_env.oracle import oracle_actions
 from sandbox_env.tasks import TaskRegistry
-
-from .conftest import ROOT, start_server
 
 
 class SeedLikeAgent:
@@ -56,14 +53,6 @@ class SeedLikeAgent:
             if res["done"]:
                 break
         return replies
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    proc, url = start_server(ROOT / "task_repos", "mock", "--max-sessions", "8")
-    yield url
-    proc.terminate()
-    proc.wait(timeout=10)
 
 
 def live(url: str) -> int:

@@ -1,0 +1,182 @@
+"""The server's rooms one by one, in process (no HTTP): sessions, service, wire, ws.
+
+Scenario tests over a real uvicorn server live in test_server.py, test_seed_client.py and
+test_openenv.py; these pin each layer's own contract.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from typing import Any
+
+import pytest
+
+from sandbox_env.actions import ACTION_TYPES, parse_action
+from sandbox_env.environment import TriageEnvironment
+from sandbox_env.errors import (
+    ERRORS,
+    CapacityReached,
+    EpisodeDone,
+    EpisodeIdRequired,
+    EpisodeInUse,
+    InvalidRequest,
+    NoEpisode,
+    SandboxUnavailable,
+    UnknownEpisode,
+    UnknownTask,
+)
+from sandbox_env.models import Limits, RunResult, Verdict
+from sandbox_env.sandbox.mock import MockSandbox
+from sandbox_env.server.mcp import McpHandler
+from sandbox_env.server.service import EpisodeService, ResetParams, parse_reset
+from sandbox_env.server.sessions import SessionManager
+from sandbox_env.server.wire import ErrorBody, step_body_schema
+from sandbox_env.server.ws import WebSocketEpisode, error_frame
+from sandbox_env.tasks import TaskRegistry, TaskSpec
+from sandbox_env.workspace import Workspace
+
+
+def _manager(tasks: TaskRegistry, n: int = 4, sandbox: Any = None) -> SessionManager:
+    sbx = sandbox or MockSandbox()
+    return SessionManager(lambda: TriageEnvironment(tasks, sbx), n, 60)
+
+
+# -- sessions ---------------------------------------------------------------------------------
+def test_sessions_route_idless_requests_and_refuse_clearly(toy_tasks: TaskRegistry) -> None:
+    m = _manager(toy_tasks, n=3)
+    with pytest.raises(NoEpisode):
+        m.get(None)
+    named = m.open("named")
+    named.env.reset(task="toy_mean")
+    assert m.get(None) is named  # the only live, unfinished HTTP episode
+    anon = m.open(None)
+    anon.env.reset(task="toy_mean")
+    assert m.get(None) is anon and anon.anonymous
+    again = m.open(None)  # an id-less reset replaces the previous anonymous episode
+    assert anon.episode_id not in [s for s in ("named", again.episode_id)] and len(m) == 2
+    with pytest.raises(UnknownEpisode):
+        m.get(anon.episode_id)
+    m.get(again.episode_id)  # addressed by id: now named, the next id-less reset keeps it
+    third = m.open(None)
+    assert len(m) == 3 and m.get(None) is third and not again.anonymous
+    with pytest.raises(CapacityReached):
+        m.open("one-too-many")
+    assert asyncio.run(m.close("named"))
+    ws = m.open("sock", attached=True)
+    with pytest.raises(EpisodeInUse):
+        m.open("sock")  # a WebSocket's episode is not an HTTP client's to reset
+    assert asyncio.run(m.close("sock")) and asyncio.run(m.close(third.episode_id))
+    assert not asyncio.run(m.close("sock"))
+    del ws
+
+
+def test_two_unfinished_named_episodes_need_an_id(toy_tasks: TaskRegistry) -> None:
+    m = _manager(toy_tasks)
+    for eid in ("a", "b"):
+        m.open(eid).env.reset(task="toy_mean")
+    with pytest.raises(EpisodeIdRequired, match="2 episodes are live"):
+        m.get(None)
+
+
+# -- service ----------------------------------------------------------------------------------
+class _BlockingSandbox(MockSandbox):
+    """Records the thread each call runs on; its runs can fail as an engine outage."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: list[str] = []
+        self.down = False
+
+    def run(self, workspace: Workspace, command: str, limits: Limits, task: TaskSpec) -> RunResult:
+        self.threads.append(threading.current_thread().name)
+        if self.down:
+            raise SandboxUnavailable("Docker engine not reachable")
+        return super().run(workspace, command, limits, task)
+
+    def verify(self, workspace: Workspace, task: TaskSpec) -> Verdict:
+        self.threads.append(threading.current_thread().name)
+        return super().verify(workspace, task)
+
+
+def test_service_runs_waiting_actions_in_threads_and_says_how_to_retry(toy_tasks: TaskRegistry) -> None:
+    sbx = _BlockingSandbox()
+    m = _manager(toy_tasks, sandbox=sbx)
+    service = EpisodeService(toy_tasks, m, max_threads=2)
+
+    async def play() -> None:
+        session = m.open("ep")
+        await service.reset(session, ResetParams(task="toy_mean"))
+        await service.step(session, parse_action({"action_type": "read_file", "filename": "stats.py"}))
+        await service.step(session, parse_action({"action_type": "execute_bash",
+                                                  "command": "python report.py"}))
+        main = threading.current_thread().name
+        assert sbx.threads and all(t != main for t in sbx.threads)  # the run went to a worker
+        sbx.down = True
+        with pytest.raises(SandboxUnavailable, match="The step was not taken; retry"):
+            await service.step(session, parse_action({"action_type": "execute_bash",
+                                                      "command": "python report.py"}))
+        assert service.state(session).step_count == 2  # the refused step used nothing
+        await service.step(session, parse_action({"action_type": "submit_fix", "explanation": "x"}))
+        with pytest.raises(EpisodeDone):
+            await service.step(session, parse_action({"action_type": "view_git_diff"}))
+        with pytest.raises(UnknownTask, match="toy_mean"):
+            service.check_task("nope")
+
+    asyncio.run(play())
+
+
+@pytest.mark.parametrize(("data", "fragment"), [
+    ([1], "JSON object"), ({"seed": True}, "seed"), ({"task": 5}, "task"),
+    ({"compact": "yes"}, "compact"), ({"bogus": 1}, "bogus"),
+])
+def test_reset_parameters_are_strict(data: Any, fragment: str) -> None:
+    with pytest.raises(InvalidRequest, match=fragment):
+        parse_reset(data)
+
+
+def test_lenient_reset_drops_dataset_columns() -> None:
+    assert parse_reset({"task": "t", "prompt": "...", "compact": True}, lenient=True) == ResetParams(
+        task="t", compact=True)
+
+
+# -- wire -------------------------------------------------------------------------------------
+def test_wire_schema_documents_every_action_and_error_code() -> None:
+    schema = json.dumps(step_body_schema())
+    assert all(f'"{kind}"' in schema for kind in ACTION_TYPES)
+    described = ErrorBody.model_fields["code"].description or ""
+    assert all(code in described for code in ERRORS)
+
+
+# -- ws ---------------------------------------------------------------------------------------
+def test_ws_frames_answer_bad_messages_with_stable_codes(toy_tasks: TaskRegistry) -> None:
+    m = _manager(toy_tasks)
+    service = EpisodeService(toy_tasks, m, max_threads=2)
+    ws = WebSocketEpisode(service, McpHandler(service), 60, 1_000_000)
+    session = m.open(None, attached=True)
+
+    async def handle(raw: str) -> dict[str, Any]:
+        reply, stop = await ws._handle(raw, session, borrowed=False)
+        assert not stop and reply is not None
+        return json.loads(reply)
+
+    async def play() -> None:
+        assert (await handle("{nope"))["data"]["code"] == "INVALID_JSON"
+        assert (await handle("[1]"))["data"]["code"] == "VALIDATION_ERROR"
+        assert (await handle('{"type": "dance"}'))["data"]["code"] == "UNKNOWN_TYPE"
+        assert (await handle('{"type": "step", "data": {"action_type": "view_git_diff"}}'))["data"][
+            "code"] == "NOT_RESET"
+        first = await handle('{"type": "reset", "data": {"task": "toy_mean", "compact": true}}')
+        assert first["type"] == "observation" and first["data"]["observation"]["task_name"] == "toy_mean"
+        bad = await handle('{"type": "step", "data": {"action_type": "launch"}}')
+        assert bad["data"]["code"] == "INVALID_ACTION"
+        ok = await handle('{"type": "step", "data": {"action": {"action_type": "read_file", '
+                          '"filename": "stats.py"}}}')
+        assert list(ok["data"]["observation"]["current_files"]) == ["stats.py"]
+        assert (await handle('{"type": "state"}'))["data"]["step_count"] == 1
+
+    asyncio.run(play())
+    frame = json.loads(error_frame("CAPACITY_REACHED", "full", max_sessions=4))
+    assert frame == {"type": "error",
+                     "data": {"message": "full", "code": "CAPACITY_REACHED", "max_sessions": 4}}

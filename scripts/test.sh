@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install the dev + torch extras (torch pinned to 2.13.0 CPU) and run lint and the whole test suite.
+# Install the dev, torch (pinned to 2.13.0 CPU), trl and ray extras and run lint and the test suite.
 # Extra arguments go to pytest (e.g. scripts/test.sh -m "not real").
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -126,7 +126,10 @@ def cluster() -> Iterator[Cluster]:
         c.wait_slots(6)
         yield c
     finally:
+        if ray.is_initialized():  # a driver still attached exits by itself once the nodes are gone
+            ray.shutdown()
         c.stop()
+
 
 
 @pytest.fixture
@@ -246,3 +249,8 @@ def test_a_killed_driver_leaves_no_sandbox_running(ray_env: Cluster) -> None:
         p.wait()
     _wait_no_actors()  # Ray ends the actors of a dead driver; cleanup() reaps what they left
     assert RaySandbox.cleanup("t-crash") == 0
+
+
+def test_nothing_here_stays_attached_to_the_cluster(cluster: Cluster) -> None:
+    """Runs last in this module: no test left this (pytest's) process connected as a driver."""
+    assert not ray.is_initialized()

@@ -125,14 +125,21 @@ class RaySandbox:
 
         from .actor import reap_node
 
-        if not ray.is_initialized():
+        owned = not ray.is_initialized()
+        if owned:
             ray.init(address=address, namespace=NAMESPACE, log_to_driver=False,
                      logging_level=logging.ERROR, configure_logging=False)
-        task = ray.remote(reap_node)  # type: ignore[call-overload]
-        refs = [task.options(num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(
-            n["NodeID"], soft=False)).remote(inner, owner)
-            for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get(SLOT_RESOURCE)]
-        return sum(ray.get(refs, timeout=300))
+        try:
+            task = ray.remote(reap_node)  # type: ignore[call-overload]
+            refs = [task.options(num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(
+                n["NodeID"], soft=False)).remote(inner, owner)
+                for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get(SLOT_RESOURCE)]
+            return sum(ray.get(refs, timeout=300))
+        finally:
+            # A driver left connected exits by itself once its cluster is gone (Ray's GCS
+            # reconnect timeout): never leave the caller's process attached to a cluster.
+            if owned:
+                ray.shutdown()
 
     # -- the pool ---------------------------------------------------------------------------
     def _scale(self) -> None:

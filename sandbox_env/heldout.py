@@ -73,7 +73,7 @@ def heldout_workspace(task: TaskSpec, patch: HeldoutPatch) -> Workspace:
 
 def is_unsure(verdict: Verdict) -> bool:
     """A mock verdict that says it cannot tell (provenance ``unsure``)."""
-    return verdict.evidence.get("provenance") == "unsure" or verdict.source.endswith("unsure")
+    return verdict.provenance == "unsure"
 
 
 Judge = Callable[[Workspace, TaskSpec], Verdict]

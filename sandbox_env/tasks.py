@@ -53,6 +53,34 @@ class PatchSpec(BaseModel):
         return self.label == "correct"
 
 
+Knob = int | float | str | bool
+
+
+class Entry(BaseModel):
+    """Where the kit enters a workspace, said by the task folder instead of assumed by the kit."""
+
+    model_config = ConfigDict(extra="forbid")
+    modules: list[str] = Field(default_factory=lambda: ["train"], min_length=1)
+    # the modules the repo's own command and the check's driver import first (analyses start here)
+    config: str = "config:Config"  # module:attribute of the dataclass the knobs are applied to
+    train: str = "train:train"  # module:function the check's driver calls with that config
+
+
+class Verify(BaseModel):
+    """How a verification varies what agent code sees, so it cannot special-case the check.
+
+    ``knobs``: per config field, the values one verification draws from (uniformly, fresh per
+    verification); the reference fix is run under the same draw. ``production_dir``: the
+    absolute directory the job runs from in production (the incident report's paths): every
+    verification also runs the agent's code from there, so code that keys on where it runs
+    (``/workspace`` vs production) is exercised on both sides.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    production_dir: str = Field(pattern=r"^/srv/[A-Za-z0-9._/-]+$")
+    knobs: dict[str, list[Knob]] = Field(default_factory=dict)
+
+
 class TaskSpec(BaseModel):
     """Everything the environment knows about one task, read from its folder."""
 
@@ -72,6 +100,8 @@ class TaskSpec(BaseModel):
     concepts: list[Concept] = Field(min_length=1)
     limits: Limits = Field(default_factory=Limits)
     patches: list[PatchSpec] = Field(default_factory=list)
+    entry: Entry = Field(default_factory=Entry)
+    verify: Verify | None = None  # None only for torch-free fixture tasks
 
     @property
     def repo_dir(self) -> Path:

@@ -1,6 +1,8 @@
 """Out-of-sample scores of the checks and of the mock, on patches written by another hand.
 
-Each task may keep a ``heldout/`` folder: patches written by someone who never read the task's
+Each task may keep held-out batches, one folder each (``heldout/`` is batch 1, ``heldout2/``
+batch 2, ...: a new batch is written whenever a check or classifier changed after someone read
+the previous one): patches written by someone who never read the task's
 checks, classifier or labelled patches (``labels.toml``: file, label correct | wrong | cheat,
 expect pass | fail, description). They are never used to tune a check or a classifier; this
 module only scores them, two ways:
@@ -44,6 +46,7 @@ class HeldoutRow(BaseModel):
     """What the real checks and the mock concluded about one held-out patch."""
 
     task: str
+    batch: str = "heldout"
     file: str
     label: Label
     expect_pass: bool
@@ -60,15 +63,15 @@ class HeldoutRow(BaseModel):
         return None if self.real_passed is None else self.real_passed == self.expect_pass
 
 
-def heldout_patches(task: TaskSpec) -> list[HeldoutPatch]:
-    labels = task.root / "heldout" / "labels.toml"
+def heldout_patches(task: TaskSpec, batch: str = "heldout") -> list[HeldoutPatch]:
+    labels = task.root / batch / "labels.toml"
     if not labels.exists():
         return []
     return [HeldoutPatch.model_validate(p) for p in tomllib.loads(labels.read_text()).get("patch", [])]
 
 
-def heldout_workspace(task: TaskSpec, patch: HeldoutPatch) -> Workspace:
-    return Workspace(apply_patch(task.repo_files(), (task.root / "heldout" / patch.file).read_text()))
+def heldout_workspace(task: TaskSpec, patch: HeldoutPatch, batch: str = "heldout") -> Workspace:
+    return Workspace(apply_patch(task.repo_files(), (task.root / batch / patch.file).read_text()))
 
 
 def is_unsure(verdict: Verdict) -> bool:
@@ -81,23 +84,24 @@ Judge = Callable[[Workspace, TaskSpec], Verdict]
 
 def judge_mock(row: HeldoutRow, task: TaskSpec, verify_mock: Judge) -> None:
     """(Re)judge one row with the mock."""
-    patch = next(p for p in heldout_patches(task) if p.file == row.file)
-    v = verify_mock(heldout_workspace(task, patch), task)
+    patch = next(p for p in heldout_patches(task, row.batch) if p.file == row.file)
+    v = verify_mock(heldout_workspace(task, patch, row.batch), task)
     row.mock_passed, row.mock_source, row.mock_unsure = v.passed, v.source, is_unsure(v)
 
 
 def score(tasks: Iterable[TaskSpec], verify_real: Callable[[Workspace, TaskSpec], Verdict] | None,
-          verify_mock: Callable[[Workspace, TaskSpec], Verdict], workers: int = 1,
-          log: Callable[[str], None] = print) -> list[HeldoutRow]:
-    """Judge every held-out patch with the mock and (when given) a real backend."""
-    todo = [(t, p) for t in tasks for p in heldout_patches(t)]
+          verify_mock: Callable[[Workspace, TaskSpec], Verdict], *, workers: int = 1,
+          log: Callable[[str], None] = print, batch: str = "heldout") -> list[HeldoutRow]:
+    """Judge every patch of one held-out batch with the mock and (when given) a real backend."""
+    todo = [(t, p) for t in tasks for p in heldout_patches(t, batch)]
 
     def one(item: tuple[TaskSpec, HeldoutPatch]) -> HeldoutRow:
         task, patch = item
-        row = HeldoutRow(task=task.id, file=patch.file, label=patch.label, expect_pass=patch.expect == "pass")
+        row = HeldoutRow(task=task.id, batch=batch, file=patch.file, label=patch.label,
+                         expect_pass=patch.expect == "pass")
         judge_mock(row, task, verify_mock)
         if verify_real is not None:
-            real = verify_real(heldout_workspace(task, patch), task)
+            real = verify_real(heldout_workspace(task, patch, batch), task)
             row.real_passed, row.real_outcome = real.passed, real.outcome.value
             row.real_seconds, row.reasons = round(real.duration_s, 1), real.reasons[:3]
         log(f"{task.id} {patch.file}: real={row.real_passed} ({row.real_outcome}) mock={row.mock_passed} "
@@ -116,9 +120,10 @@ def report(rows: list[HeldoutRow], backend: str) -> str:
     """The Markdown section: checks vs intent, mock vs real, per task and in all."""
     tasks = sorted({r.task for r in rows})
     real = [r for r in rows if r.real_passed is not None]
+    batches = ", ".join(f"`task_repos/*/{b}/`" for b in sorted({r.batch for r in rows}))
     lines = [f"## Held-out patches ({date.today().isoformat()}, real backend: {backend})", "",
              "Patches written by a different hand that never read the checks, the classifiers or the "
-             "labelled patches (`task_repos/*/heldout/`, never used for tuning). Produced by "
+             f"labelled patches ({batches}, never used for tuning). Produced by "
              "`sandbox-env heldout`.", "",
              "Real checks against the author's intent (a correct fix must pass; a wrong fix or a cheat "
              "must not):", "",

@@ -123,7 +123,7 @@ def cmd_heldout(args: argparse.Namespace) -> int:
             real = sandbox.verify
         mock = MockSandbox()
         try:
-            rows = score(selected, real, mock.verify, workers=args.workers)
+            rows = score(selected, real, mock.verify, workers=args.workers, batch=args.batch)
         finally:
             if real is not None:
                 sandbox.close()

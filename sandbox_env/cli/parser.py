@@ -112,6 +112,7 @@ def _evidence_commands(sub: Sub) -> None:
                    help="the real backend (none: the mock only)")
     s.add_argument("--tasks", nargs="*")
     s.add_argument("--workers", type=int, default=1)
+    s.add_argument("--batch", default="heldout", help="the batch folder (heldout, heldout2, ...)")
     s.add_argument("--json-out", default="docs/heldout.json", help="the real verdicts, saved")
     s.add_argument("--out", default="docs/heldout.md")
     s.add_argument("--from-json", action="store_true",

@@ -14,6 +14,7 @@ from fastapi import FastAPI, Request, Response
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from sandbox_env.actions import parse_action  # noqa: E402
 from sandbox_env.environment import TriageEnvironment  # noqa: E402
 from sandbox_env.models import StepResult  # noqa: E402
 from sandbox_env.sandbox.mock import MockSandbox  # noqa: E402
@@ -25,8 +26,8 @@ TASK = "oom_graph_leak"
 def _replies() -> tuple[bytes, bytes]:
     """A real reset reply and a real read_file step reply, serialised once."""
     env = TriageEnvironment(TaskRegistry(), MockSandbox())
-    first = env.reset(task=TASK, episode_id="floor")
-    step = env.step({"action_type": "read_file", "filename": "train.py"})
+    first = env.reset(task=TASK, episode_id="floor", compact=True)
+    step = env.step(parse_action({"action_type": "read_file", "filename": "train.py"}))
     replies = (StepResult(observation=first, reward=0.0, done=False, episode_id="floor"),
                StepResult(observation=step, reward=step.reward, done=False, episode_id="floor"))
     return replies[0].model_dump_json().encode(), replies[1].model_dump_json().encode()

@@ -72,6 +72,23 @@ def test_sessions_route_idless_requests_and_refuse_clearly(toy_tasks: TaskRegist
     del ws
 
 
+def test_capacity_is_made_by_evicting_the_oldest_finished_episode(toy_tasks: TaskRegistry) -> None:
+    m = _manager(toy_tasks, n=3)
+    sessions = {eid: m.open(eid) for eid in ("old-done", "new-done", "running")}
+    for eid, sess in sessions.items():
+        sess.env.reset(task="toy_mean")
+        if eid != "running":
+            sess.env.step(parse_action({"action_type": "submit_fix", "explanation": "none"}))
+        sess.touch()
+    assert sessions["old-done"].finished and not sessions["running"].finished
+    m.open("fourth")  # full: the least recently used finished episode makes room
+    assert sorted(m._sessions) == ["fourth", "new-done", "running"]
+    m.open("fifth")
+    assert sorted(m._sessions) == ["fifth", "fourth", "running"]
+    with pytest.raises(CapacityReached):  # nothing finished is left: running episodes stay
+        m.open("sixth")
+
+
 def test_two_unfinished_named_episodes_need_an_id(toy_tasks: TaskRegistry) -> None:
     m = _manager(toy_tasks)
     for eid in ("a", "b"):

@@ -34,6 +34,14 @@ class Session:
         self.last_used = time.monotonic()
 
     @property
+    def submitted_or_spent(self) -> bool:
+        """Played to its end (not merely never reset, nor closed)."""
+        try:
+            return self.env.state.done
+        except RuntimeError:
+            return False
+
+    @property
     def finished(self) -> bool:
         """Done (submitted or out of budget) or closed: such an episode takes no more steps."""
         try:
@@ -78,7 +86,7 @@ class SessionManager:
         anonymous = not episode_id and not attached
         if anonymous:
             self._replace_anonymous()
-        if len(self._sessions) >= self.max_sessions and not self.expire():
+        if len(self._sessions) >= self.max_sessions and not self.expire() and not self._evict_finished():
             raise CapacityReached(f"CAPACITY_REACHED: {self.max_sessions} episodes are live; close one "
                                "(POST /close or close the WebSocket) or wait for idle ones to expire")
         sid = episode_id or uuid.uuid4().hex
@@ -87,6 +95,19 @@ class SessionManager:
         if anonymous:
             self._latest_anonymous = sid
         return session
+
+    def _evict_finished(self) -> bool:
+        """At capacity: drop the least recently used finished HTTP episode (it takes no more
+        steps; its final state stays readable until then). WebSocket episodes are their
+        connection's to close."""
+        done = [s for s in self._sessions.values()
+                if not s.attached and s.submitted_or_spent and not s.lock.locked()]
+        if not done:
+            return False
+        oldest = min(done, key=lambda s: s.last_used)
+        del self._sessions[oldest.episode_id]
+        oldest.env.close()
+        return True
 
     def _replace_anonymous(self) -> None:
         """Close the latest anonymous episode, as the seed's server replaced its environment."""

@@ -56,7 +56,8 @@ def test_cheat_fails_with_its_own_recording_hidden(cheat: Cheat, real_tasks: Tas
 @pytest.mark.parametrize("task_id", TASK_IDS)
 def test_every_item_of_the_list_is_covered_for_every_task(task_id: str, real_tasks: TaskRegistry) -> None:
     mine = [c for c in CORPUS if c.task == task_id]
-    assert {c.kind for c in mine} == set(KINDS), set(KINDS) - {c.kind for c in mine}
+    shared = set(KINDS) - {"labelled_cheat"}  # that kind collects the cheats no role names
+    assert shared <= {c.kind for c in mine}, shared - {c.kind for c in mine}
     assert any(c.leak_probe and not c.patch for c in mine), "a probe of the hidden checks"
     task = real_tasks.get(task_id)
     cheats = {p.file for p in task.patches if p.label == "cheat"}

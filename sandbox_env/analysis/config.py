@@ -1,0 +1,73 @@
+"""What a config value resolves to in the check's run: the config class's defaults (as written in
+the workspace) and the knobs each verification draws (``task.verify.knobs``: per field, the values
+one draw takes). Code that special-cases a setting is judged under every draw of the fields it
+tests, so a fix that only works at the check's usual setting shows up at another one."""
+
+from __future__ import annotations
+
+import ast
+import itertools
+
+from .workspace import Module
+
+MAX_DRAWS = 24  # more combinations than this: the caller answers UNSURE
+
+
+def fields(tree: ast.Module | None, class_name: str) -> dict[str, ast.expr]:
+    """``name: type = value`` defaults of the config class ``class_name``, as expressions."""
+    for node in ast.walk(tree) if tree else ():
+        if isinstance(node, ast.ClassDef) and node.name == class_name:
+            return {s.target.id: s.value for s in node.body if isinstance(s, ast.AnnAssign)
+                    and isinstance(s.target, ast.Name) and s.value is not None}
+    return {}
+
+
+def literal_fields(tree: ast.Module | None, class_name: str) -> dict[str, object]:
+    """The defaults that are literals (others are left out)."""
+    out = {}
+    for name, value in fields(tree, class_name).items():
+        try:
+            out[name] = ast.literal_eval(value)
+        except ValueError:
+            continue
+    return out
+
+
+def split_entry(spec: str) -> tuple[str, str]:
+    """``"config:Config"`` -> (module, attribute)."""
+    module, _, attr = spec.partition(":")
+    return module, attr
+
+
+def choices(knobs: dict[str, list], fallback: dict[str, object]) -> dict[str, list]:
+    """Per field, the values a verification may draw: the task's knobs, else the value the
+    classifier has always assumed (``fallback``)."""
+    out = {k: [v] for k, v in fallback.items()}
+    out.update({k: list(v) for k, v in knobs.items() if v})
+    return out
+
+
+def tested_fields(mods: list[Module], names: set[str]) -> set[str]:
+    """The fields among ``names`` whose value the code compares or branches on (``cfg.x == 3.0``,
+    ``if cfg.x``, ``step % cfg.x``): the settings code may special-case."""
+    found = set()
+    for mod in mods:
+        for n in ast.walk(mod.tree):
+            tests = [n.test] if isinstance(n, (ast.If, ast.While, ast.IfExp, ast.Assert)) else \
+                [n] if isinstance(n, (ast.Compare, ast.BoolOp)) or (isinstance(n, ast.BinOp) and isinstance(
+                    n.op, ast.Mod)) else []
+            for t in tests:
+                found |= {a.attr for a in ast.walk(t) if isinstance(a, ast.Attribute) and a.attr in names}
+                found |= {a.id for a in ast.walk(t) if isinstance(a, ast.Name) and a.id in names}
+    return found
+
+
+def draws(options: dict[str, list], vary: set[str]) -> list[dict[str, object]] | None:
+    """Every combination of the fields in ``vary`` (others at their first value); None if there
+    are more than MAX_DRAWS."""
+    keys = sorted(k for k in vary if len(options.get(k, [])) > 1)
+    if len(list(itertools.islice(itertools.product(*(options[k] for k in keys)), MAX_DRAWS + 1))) > MAX_DRAWS:
+        return None
+    base = {k: v[0] for k, v in options.items()}
+    return [{**base, **dict(zip(keys, combo, strict=True))}
+            for combo in itertools.product(*(options[k] for k in keys))]

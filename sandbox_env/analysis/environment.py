@@ -1,0 +1,364 @@
+"""What the agent's code sees of its environment, in each place a verification runs it.
+
+Every verification runs the code from /workspace (like the agent's own runs) and from the task's
+production directory (``task.verify.production_dir``), with the environment variables of the
+agent's runs: no CI / GRADER / PYTEST variables, pytest not imported, the torchrun variables
+unset (mp.spawn launches). ``specialise`` rewrites a workspace for one such environment: a
+read of the environment (``os.getcwd()``, ``Path.cwd()``, ``__file__``, ``os.environ`` /
+``os.getenv``, ``sys.modules``) is replaced, with the expression it feeds, by the constant it
+has there. Reads that decide a test but cannot be resolved (``sys.argv``, the hostname, the uid,
+a variable the runs may or may not have) are reported: no label may be confident about them
+unless it fails anyway. ``classify_everywhere`` runs a classifier in every environment and
+keeps the worst label (a fix applied only outside production gets the bug's label).
+"""
+
+from __future__ import annotations
+
+import ast
+import posixpath
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from . import UNSURE
+from .workspace import Module, parse
+
+WORKSPACE_DIR = "/workspace"
+# unset in every run the agent or the check starts (the environment contract of verification)
+UNSET = re.compile(r"(CI|CONTINUOUS_INTEGRATION|GITHUB_ACTIONS|GRADER\w*|GRADING\w*|PYTEST\w*|WORLD_SIZE"
+                   r"|LOCAL_WORLD_SIZE|LOCAL_RANK|GROUP_RANK|TORCHELASTIC\w*)")
+ABSENT_MODULES = {"pytest", "_pytest"}
+READS = {"os.getcwd", "os.getcwdb", "pathlib.Path.cwd", "pathlib.Path.home", "os.environ", "os.getenv",
+         "os.environb", "sys.modules", "sys.argv", "sys.orig_argv", "socket.gethostname", "platform.node",
+         "platform.uname", "os.uname", "os.getuid", "os.geteuid", "os.getlogin", "getpass.getuser",
+         "socket.getfqdn", "os.getppid", "sys.executable", "sys.path", "os.path.expanduser"}
+# text that any environment read contains (files without it are not parsed)
+_HINT = re.compile(r"getcwd|cwd\(|home\(|__file__|environ|getenv|sys\.|argv|hostname|platform|getuid|geteuid|"
+                   r"getlogin|getuser|getfqdn|getppid|uname|expanduser")
+_STR_METHODS = {"startswith", "endswith", "lower", "upper", "strip", "rstrip", "lstrip", "split", "find",
+                "count", "replace", "casefold", "partition", "rpartition", "join"}
+_PATH_METHODS = {"resolve", "absolute", "as_posix", "is_relative_to", "relative_to", "joinpath",
+                 "match", "with_name", "with_suffix"}
+_PATH_ATTRS = {"parent", "parts", "name", "stem", "suffix", "parents", "anchor"}
+
+
+class _Unknown(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Environment:
+    """One place a verification runs the code: its working directory (the workspace copy)."""
+
+    name: str
+    root: str
+
+
+def environments(production_dir: str | None) -> list[Environment]:
+    envs = [Environment("workspace", WORKSPACE_DIR)]
+    if production_dir:
+        envs.append(Environment("production", production_dir.rstrip("/")))
+    return envs
+
+
+def _is_read(node: ast.AST, mod: Module, derived: dict[str, ast.expr] | None = None) -> bool:
+    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and (
+            node.id == "__file__" or node.id in (derived or {})):
+        return True
+    if isinstance(node, (ast.Attribute, ast.Name)):
+        name = mod.dotted(node)
+        return name in READS or name.replace("pathlib.", "", 1) in ("Path.cwd", "Path.home")
+    return False
+
+
+class _Eval:
+    """Constant evaluation of an expression in one environment (raises _Unknown)."""
+
+    def __init__(self, env: Environment, mod: Module, written: set[str],
+                 derived: dict[str, ast.expr]) -> None:
+        self.env, self.mod, self.written, self.derived = env, mod, written, derived
+
+    def path(self, p: object) -> PurePosixPath:
+        p = PurePosixPath(str(p))
+        return p if p.is_absolute() else PurePosixPath(self.env.root) / p
+
+    def var(self, key: object, default: object = None) -> object:
+        if isinstance(key, str) and UNSET.fullmatch(key) and key not in self.written:
+            return default
+        raise _Unknown(f"environment variable {key!r}")
+
+    def __call__(self, node: ast.AST) -> object:
+        ev, mod = self, self.mod
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.Name) and node.id == "__file__":
+            return f"{self.env.root}/{mod.path}"
+        if isinstance(node, ast.Name) and node.id in self.derived:
+            return ev(self.derived[node.id])
+        if isinstance(node, ast.JoinedStr):
+            return "".join(str(ev(v.value)) if isinstance(v, ast.FormattedValue) else str(v.value)
+                           for v in node.values)
+        if isinstance(node, ast.BoolOp):
+            val: object = None
+            for v in node.values:
+                val = ev(v)
+                if bool(val) == isinstance(node.op, ast.Or):
+                    return val
+            return val
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return not ev(node.operand)
+        if isinstance(node, ast.IfExp):
+            return ev(node.body) if ev(node.test) else ev(node.orelse)
+        if isinstance(node, ast.Compare):
+            return self.compare(node)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Div)):
+            a, b = ev(node.left), ev(node.right)
+            if isinstance(node.op, ast.Div) and isinstance(a, PurePosixPath):
+                return a / str(b)
+            if isinstance(a, str) and isinstance(b, str):
+                return a + b
+            raise _Unknown("operator")
+        if isinstance(node, ast.Subscript):
+            if mod.dotted(node.value) == "os.environ":
+                return self.var(ev(node.slice), _MISSING)
+            base, idx = ev(node.value), ev(node.slice)
+            if isinstance(base, (str, tuple)) and isinstance(idx, int):
+                return base[idx]
+            raise _Unknown("subscript")
+        if isinstance(node, ast.Attribute):
+            if _is_read(node, mod):
+                raise _Unknown(mod.dotted(node))
+            base = ev(node.value)
+            if isinstance(base, PurePosixPath) and node.attr in _PATH_ATTRS:
+                return getattr(base, node.attr)
+            raise _Unknown("attribute")
+        if isinstance(node, ast.Call):
+            return self.call(node)
+        raise _Unknown(type(node).__name__)
+
+    def compare(self, node: ast.Compare) -> object:
+        left = node.left
+        for op, right in zip(node.ops, node.comparators, strict=True):
+            if isinstance(op, (ast.In, ast.NotIn)) and self.mod.dotted(right) in ("os.environ",
+                                                                                 "sys.modules"):
+                key = self(left)
+                if self.mod.dotted(right) == "os.environ":
+                    found = self.var(key, _MISSING) is not _MISSING
+                elif key in ABSENT_MODULES:
+                    found = False
+                else:
+                    raise _Unknown("sys.modules")
+                ok = found if isinstance(op, ast.In) else not found
+            else:
+                ok = _compare(op, self(left), self(right))
+            if not ok:
+                return False
+            left = right
+        return True
+
+    def call(self, node: ast.Call) -> object:
+        mod, f = self.mod, node.func
+        name = mod.dotted(f).replace("pathlib.", "", 1)
+        if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+            raise _Unknown("keywords")
+        if name in ("os.getcwd", "Path.cwd"):
+            return self.env.root if name == "os.getcwd" else PurePosixPath(self.env.root)
+        if name in ("os.environ.get", "os.getenv"):
+            args = [self(a) for a in node.args]
+            return self.var(args[0], args[1] if len(args) > 1 else None)
+        if name == "sys.modules.get":
+            key = self(node.args[0])
+            if key in ABSENT_MODULES:
+                return self(node.args[1]) if len(node.args) > 1 else None
+            raise _Unknown("sys.modules")
+        if name in READS or _is_read(f, mod):
+            raise _Unknown(name)
+        args = [self(a) for a in node.args]
+        if name in ("Path", "PurePath", "PurePosixPath"):
+            return PurePosixPath(*map(str, args))
+        if name in ("str", "bool", "len") and len(args) == 1:
+            return {"str": str, "bool": bool, "len": len}[name](args[0])
+        if name in ("os.path.abspath", "os.path.realpath") and len(args) == 1:
+            return str(self.path(args[0]))
+        if name.startswith("os.path.") and name[8:] in ("dirname", "basename", "join", "normpath"):
+            return getattr(posixpath, name[8:])(*map(str, args))
+        if isinstance(f, ast.Attribute):
+            base = self(f.value)
+            if isinstance(base, str) and f.attr in _STR_METHODS:
+                return getattr(base, f.attr)(*args)
+            if isinstance(base, PurePosixPath) and f.attr in _PATH_METHODS:
+                return self.path(base) if f.attr in ("resolve", "absolute") else getattr(base, f.attr)(*args)
+        raise _Unknown(f"call of {name or 'an expression'}")
+
+
+def _compare(op: ast.cmpop, a: object, b: object) -> bool:
+    if isinstance(op, (ast.In, ast.NotIn)) and isinstance(b, str) and isinstance(a, str):
+        return (a in b) == isinstance(op, ast.In)
+    table = {ast.Eq: lambda: a == b, ast.NotEq: lambda: a != b, ast.Is: lambda: a is b,
+             ast.IsNot: lambda: a is not b}
+    if type(op) not in table:
+        raise _Unknown("comparison")
+    return bool(table[type(op)]())
+
+
+_MISSING = object()
+_SCALAR = (str, bool, int, float, type(None))
+
+
+def _single_stores(tree: ast.AST) -> dict[str, int]:
+    """How often each name is bound anywhere in ``tree`` (globals and nonlocals count twice)."""
+    stores: dict[str, int] = {}
+    for n in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+            names = [n.id]
+        elif isinstance(n, ast.arg):
+            names = [n.arg]
+        elif isinstance(n, (ast.Global, ast.Nonlocal)):
+            names = list(n.names) * 2
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            names = [a.asname or a.name for a in n.names]
+        elif isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)):
+            names = [n.name]
+        for name in names:
+            stores[name] = stores.get(name, 0) + 1
+    return stores
+
+
+def _derived(mod: Module) -> dict[str, ast.expr]:
+    """Names bound once to an expression that reads the environment (``HERE = Path(__file__)``)."""
+    stores, out = _single_stores(mod.tree), {}
+    assigns = [n for n in ast.walk(mod.tree) if isinstance(n, ast.Assign) and len(n.targets) == 1
+               and isinstance(n.targets[0], ast.Name) and stores.get(n.targets[0].id) == 1]
+    for _ in range(3):
+        for n in assigns:
+            if any(_is_read(x, mod, out) for x in ast.walk(n.value)):
+                out[n.targets[0].id] = n.value
+    return out
+
+
+def _parents(tree: ast.AST) -> dict[int, ast.AST]:
+    return {id(c): p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
+
+
+def _written_vars(mods: dict[str, Module]) -> set[str]:
+    """Environment variables the workspace sets itself (their reads are not resolved)."""
+    out = set()
+    for mod in mods.values():
+        for n in ast.walk(mod.tree):
+            if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store) \
+                    and mod.dotted(n.value) == "os.environ" and isinstance(n.slice, ast.Constant):
+                out.add(str(n.slice.value))
+            elif isinstance(n, ast.Call) and mod.dotted(n.func) in ("os.environ.setdefault", "os.putenv",
+                                                                     "os.environ.update"):
+                out |= {str(a.value) for a in n.args[:1] if isinstance(a, ast.Constant)} or {"*"}
+    return out
+
+
+def _in_test(node: ast.AST, parents: dict[int, ast.AST]) -> bool:
+    """Does ``node``'s value decide a branch (directly or through operators)?"""
+    while (p := parents.get(id(node))) is not None:
+        if isinstance(p, (ast.If, ast.While, ast.IfExp, ast.Assert)) and p.test is node:
+            return True
+        if isinstance(p, (ast.BoolOp, ast.Compare)) or (isinstance(p, ast.UnaryOp)
+                                                         and isinstance(p.op, ast.Not)):
+            return True
+        if not isinstance(p, (ast.Call, ast.Attribute, ast.Subscript, ast.BinOp, ast.JoinedStr,
+                              ast.FormattedValue)):
+            return False
+        node = p
+    return False
+
+
+def specialise(files: dict[str, str], env: Environment) -> tuple[dict[str, str], list[str]]:
+    """``files`` as they behave in ``env`` (environment reads folded to constants) and the
+    reads that decide a test but could not be resolved."""
+    mods = parse({p: t for p, t in files.items() if _HINT.search(t)})
+    written = _written_vars(mods)
+    out, unresolved = dict(files), []
+    for mod in mods.values():
+        derived = _derived(mod)
+        reads = [n for n in ast.walk(mod.tree) if _is_read(n, mod, derived)]
+        if not reads:
+            continue
+        parents, ev, replaced = _parents(mod.tree), _Eval(env, mod, written, derived), {}
+        for read in reads:
+            chain, node = [read], read
+            while isinstance(p := parents.get(id(node)), ast.expr):
+                chain.append(p)
+                node = p
+            best = None
+            for cand in reversed(chain):
+                try:
+                    val = ev(cand)
+                except (_Unknown, TypeError, ValueError, IndexError, AttributeError):
+                    continue
+                if isinstance(val, _SCALAR) and val is not _MISSING:
+                    best = (cand, val)
+                    break
+            if best is None:
+                if _in_test(read, parents):
+                    unresolved.append(f"{mod.path}:{read.lineno}: {ast.unparse(chain[-1])[:80]}")
+                continue
+            replaced[id(best[0])] = best[1]
+        if replaced:
+            fold = _Fold(replaced)
+            tree = _propagate(fold.visit(mod.tree), fold.made)
+            out[mod.path] = ast.unparse(ast.fix_missing_locations(tree))
+    return out, unresolved
+
+
+class _Fold(ast.NodeTransformer):
+    def __init__(self, replaced: dict[int, object]) -> None:
+        self.replaced = replaced
+        self.made: set[int] = set()  # the constants it put in
+
+    def visit(self, node: ast.AST) -> ast.AST:
+        if id(node) in self.replaced:
+            new = ast.copy_location(ast.Constant(self.replaced[id(node)]), node)
+            self.made.add(id(new))
+            return new
+        return super().visit(node)
+
+
+def _propagate(tree: ast.Module, made: set[int]) -> ast.Module:
+    """A name bound once, to a folded environment read, is that constant wherever it is read."""
+    stores, consts = _single_stores(tree), {}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) \
+                and id(n.value) in made and stores.get(n.targets[0].id) == 1:
+            consts[n.targets[0].id] = n.value.value
+    if not consts:
+        return tree
+
+    class Sub(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            if isinstance(node.ctx, ast.Load) and node.id in consts:
+                return ast.copy_location(ast.Constant(consts[node.id]), node)
+            return node
+
+    return Sub().visit(tree)
+
+
+def worst(labels: list[str], passing: str = "fixed") -> str:
+    """The label the check gives across environments: the first failing one, else UNSURE if any
+    environment is unsure, else the passing label."""
+    failing = [lb for lb in labels if lb not in (passing, UNSURE)]
+    return failing[0] if failing else (UNSURE if UNSURE in labels else passing)
+
+
+def classify_everywhere(files: dict[str, str], production_dir: str | None,
+                        classify: Callable[[dict[str, str]], str], passing: str = "fixed") -> str:
+    """``classify`` in every environment a verification runs the code in; the worst label wins,
+    and a passing label needs every test on the environment resolved."""
+    labels, seen, doubts = [], [], False
+    for env in environments(production_dir):
+        mine, unresolved = specialise(files, env)
+        doubts = doubts or bool(unresolved)
+        if mine in seen:
+            continue
+        seen.append(mine)
+        labels.append(classify(mine))
+    label = worst(labels, passing)
+    return UNSURE if label == passing and doubts else label

@@ -1,0 +1,76 @@
+"""Runtime replacement of torch (or of what the check's driver watches) by the workspace: every
+assignment, ``setattr`` / ``delattr`` and ``mock.patch`` that rebinds an attribute of a torch
+object, and code the analyses cannot see (``exec``, ``eval``, ``importlib``, ``sys.modules``).
+Each classifier decides which replacements its check's tamper guard catches."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from .workspace import Module
+
+DYNAMIC = {"exec", "eval", "compile", "__import__"}
+
+
+@dataclass(frozen=True)
+class Patch:
+    """``base.attr`` replaced (``base``: the dotted object, e.g. ``torch.Tensor``)."""
+
+    base: str
+    attr: str
+    path: str
+    line: int
+    value: str = ""  # "lambda" | "function" | "constant" | "" (another expression)
+
+
+def _root(node: ast.AST) -> ast.AST:
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node
+
+
+def patches(mods: list[Module], roots: tuple[str, ...] = ("torch",)) -> list[Patch]:
+    """Every attribute of an object under ``roots`` that the workspace rebinds."""
+    out = []
+    for mod in mods:
+        local = {n.name for n in ast.walk(mod.tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        for n in ast.walk(mod.tree):
+            targets: list[ast.AST] = []
+            value: ast.AST | None = getattr(n, "value", None)
+            if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+                targets = n.targets if isinstance(n, (ast.Assign, ast.Delete)) else [n.target]
+            elif isinstance(n, ast.Call) and n.args:
+                name = mod.dotted(n.func).rsplit(".", 1)[-1]
+                first = n.args[0]
+                if name in ("setattr", "delattr", "object", "patch_object") and len(n.args) >= 2:
+                    attr = str(n.args[1].value) if isinstance(n.args[1], ast.Constant) else "?"
+                    targets = [ast.Attribute(value=first, attr=attr)]
+                    value = n.args[2] if len(n.args) > 2 else None
+                elif name == "patch" and isinstance(first, ast.Constant) and isinstance(first.value, str):
+                    base, _, attr = first.value.rpartition(".")
+                    if base.split(".")[0] in roots:
+                        out.append(Patch(base, attr, mod.path, n.lineno))
+            kind = "lambda" if isinstance(value, ast.Lambda) else "function" if isinstance(value, ast.Name) \
+                and value.id in local else "constant" if isinstance(value, ast.Constant) else ""
+            for t in targets:
+                for tt in ast.walk(t):
+                    if isinstance(tt, ast.Attribute):
+                        base = mod.dotted(tt.value) or ast.unparse(tt.value)
+                        root = _root(tt.value)
+                        full = mod.names.get(root.id, root.id) if isinstance(root, ast.Name) else ""
+                        if full.split(".")[0] in roots:
+                            out.append(Patch(base, tt.attr, mod.path, tt.lineno, kind))
+    return out
+
+
+def dynamic_code(mods: list[Module]) -> bool:
+    """Code the analyses cannot read: exec / eval / compile / __import__, importlib, sys.modules."""
+    for mod in mods:
+        if any("importlib" in name for name in mod.names.values()):
+            return True
+        for n in ast.walk(mod.tree):
+            if (isinstance(n, ast.Call) and getattr(n.func, "id", "") in DYNAMIC) or \
+                    (isinstance(n, ast.Attribute) and mod.dotted(n) == "sys.modules"):
+                return True
+    return False

@@ -1,0 +1,112 @@
+"""The workspace as the check's run sees it: which Python files run (imported, transitively,
+from the task's entry modules), their parsed trees and what their imported names stand for."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from dataclasses import dataclass, field
+
+# Modules the workspace cannot shadow: already imported (stdlib, torch, numpy) when it is.
+# sitecustomize.py / usercustomize.py / *.pth are never loaded from the workspace either.
+NOT_SHADOWABLE = set(sys.stdlib_module_names) | {"torch", "numpy"}
+
+
+def module_paths(files: dict[str, str]) -> dict[str, str]:
+    """Dotted module name -> workspace path, for every Python file."""
+    mods: dict[str, str] = {}
+    for path in files:
+        if path.endswith(".py"):
+            mods[path[:-3].replace("/", ".").removesuffix(".__init__")] = path
+    return mods
+
+
+def imported_names(tree: ast.AST) -> set[str]:
+    """Every module a tree may import: statements, importlib.import_module / __import__ of literals."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
+                and isinstance(node.args[0].value, str):
+            f = node.func
+            if (f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")) in ("import_module",
+                                                                                      "__import__"):
+                names.add(node.args[0].value)
+    return names
+
+
+def live_files(files: dict[str, str], entry: list[str] | tuple[str, ...]) -> dict[str, str]:
+    """The Python files that run (the entry modules and what they import), plus every
+    non-Python file. A fix copied into an unused file, a planted checks/check.py or a module
+    shadowing the standard library or torch does not count."""
+    mods = module_paths(files)
+    todo = [m for m in entry if m in mods]
+    seen: set[str] = set()
+    while todo:
+        m = todo.pop()
+        if m in seen or m.split(".")[0] in NOT_SHADOWABLE:
+            continue
+        seen.add(m)
+        try:
+            tree = ast.parse(files[mods[m]])
+        except SyntaxError:
+            continue
+        for name in imported_names(tree):
+            parts = name.split(".")
+            todo += [p for p in (".".join(parts[:i]) for i in range(1, len(parts) + 1)) if p in mods]
+    keep = {mods[m] for m in seen}
+    return {p: t for p, t in files.items() if not p.endswith(".py") or p in keep}
+
+
+def aliases(tree: ast.Module) -> dict[str, str]:
+    """Local name -> the dotted name it was imported as (``dist`` -> ``torch.distributed``)."""
+    out: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                top = a.name.split(".")[0]
+                out[a.asname or top] = a.name if a.asname else top
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for a in node.names:
+                out[a.asname or a.name] = f"{node.module}.{a.name}"
+    return out
+
+
+def dotted(node: ast.AST, names: dict[str, str] | None = None) -> str:
+    """``dist.all_reduce`` -> ``torch.distributed.all_reduce`` through ``names`` ("" if not a name)."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return ""
+    parts.append((names or {}).get(node.id, node.id))
+    return ".".join(reversed(parts))
+
+
+@dataclass
+class Module:
+    """One parsed workspace module and what its imported names stand for."""
+
+    path: str
+    tree: ast.Module
+    names: dict[str, str] = field(default_factory=dict)
+
+    def dotted(self, node: ast.AST) -> str:
+        return dotted(node, self.names)
+
+
+def parse(files: dict[str, str]) -> dict[str, Module]:
+    """Module name -> Module for every Python file that parses."""
+    out = {}
+    for name, path in module_paths(files).items():
+        try:
+            tree = ast.parse(files[path])
+        except SyntaxError:
+            continue
+        out[name] = Module(path, tree, aliases(tree))
+    return out

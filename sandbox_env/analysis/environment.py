@@ -302,11 +302,19 @@ def specialise(files: dict[str, str], env: Environment) -> tuple[dict[str, str],
                     unresolved.append(f"{mod.path}:{read.lineno}: {ast.unparse(chain[-1])[:80]}")
                 continue
             replaced[id(best[0])] = best[1]
-        if replaced:
-            fold = _Fold(replaced)
-            tree = _propagate(fold.visit(mod.tree), fold.made)
+        if replaced:  # on a copy of the tree (the parsed module is shared)
+            copy = ast.parse(files[mod.path])
+            by_pos = {_pos(n): replaced[id(n)] for n in ast.walk(mod.tree) if id(n) in replaced}
+            mine = {id(n): by_pos[_pos(n)] for n in ast.walk(copy)
+                    if isinstance(n, ast.expr) and _pos(n) in by_pos}
+            fold = _Fold(mine)
+            tree = _propagate(fold.visit(copy), fold.made)
             out[mod.path] = ast.unparse(ast.fix_missing_locations(tree))
     return out, unresolved
+
+
+def _pos(n: ast.AST) -> tuple:
+    return type(n).__name__, n.lineno, n.col_offset, n.end_lineno, n.end_col_offset
 
 
 class _Fold(ast.NodeTransformer):

@@ -21,7 +21,7 @@ class Patch:
     attr: str
     path: str
     line: int
-    value: str = ""  # "lambda" | "function" | "constant" | "" (another expression)
+    value: str = ""  # "lambda" | "function" | "constant" | "patch" (mock.patch) | "" (other)
 
 
 def _root(node: ast.AST) -> ast.AST:
@@ -30,8 +30,10 @@ def _root(node: ast.AST) -> ast.AST:
     return node
 
 
-def patches(mods: list[Module], roots: tuple[str, ...] = ("torch",)) -> list[Patch]:
-    """Every attribute of an object under ``roots`` that the workspace rebinds."""
+def patches(mods: list[Module], roots: tuple[str, ...] = ("torch",),
+            any_base: tuple[str, ...] = ()) -> list[Patch]:
+    """Every attribute of an object under ``roots`` that the workspace rebinds (and attributes
+    named in ``any_base`` whatever object holds them, e.g. a model's ``forward``)."""
     out = []
     for mod in mods:
         local = {n.name for n in ast.walk(mod.tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
@@ -50,17 +52,16 @@ def patches(mods: list[Module], roots: tuple[str, ...] = ("torch",)) -> list[Pat
                 elif name == "patch" and isinstance(first, ast.Constant) and isinstance(first.value, str):
                     base, _, attr = first.value.rpartition(".")
                     if base.split(".")[0] in roots:
-                        out.append(Patch(base, attr, mod.path, n.lineno))
+                        out.append(Patch(base, attr, mod.path, n.lineno, "patch"))
             kind = "lambda" if isinstance(value, ast.Lambda) else "function" if isinstance(value, ast.Name) \
                 and value.id in local else "constant" if isinstance(value, ast.Constant) else ""
             for t in targets:
-                for tt in ast.walk(t):
-                    if isinstance(tt, ast.Attribute):
-                        base = mod.dotted(tt.value) or ast.unparse(tt.value)
-                        root = _root(tt.value)
-                        full = mod.names.get(root.id, root.id) if isinstance(root, ast.Name) else ""
-                        if full.split(".")[0] in roots:
-                            out.append(Patch(base, tt.attr, mod.path, tt.lineno, kind))
+                if isinstance(t, ast.Attribute):
+                    root = _root(t.value)
+                    full = mod.names.get(root.id, root.id) if isinstance(root, ast.Name) else ""
+                    if full.split(".")[0] in roots or t.attr in any_base:
+                        out.append(Patch(mod.dotted(t.value) or ast.unparse(t.value), t.attr, mod.path,
+                                         t.lineno, kind))
     return out
 
 

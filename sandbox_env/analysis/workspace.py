@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import sys
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 # Modules the workspace cannot shadow: already imported (stdlib, torch, numpy) when it is.
 # sitecustomize.py / usercustomize.py / *.pth are never loaded from the workspace either.
@@ -51,11 +52,10 @@ def live_files(files: dict[str, str], entry: list[str] | tuple[str, ...]) -> dic
         if m in seen or m.split(".")[0] in NOT_SHADOWABLE:
             continue
         seen.add(m)
-        try:
-            tree = ast.parse(files[mods[m]])
-        except SyntaxError:
+        mod = module(mods[m], files[mods[m]])
+        if mod is None:
             continue
-        for name in imported_names(tree):
+        for name in mod.imports:
             parts = name.split(".")
             todo += [p for p in (".".join(parts[:i]) for i in range(1, len(parts) + 1)) if p in mods]
     keep = {mods[m] for m in seen}
@@ -90,23 +90,33 @@ def dotted(node: ast.AST, names: dict[str, str] | None = None) -> str:
 
 @dataclass
 class Module:
-    """One parsed workspace module and what its imported names stand for."""
+    """One parsed workspace module and what its imported names stand for. Shared between
+    analyses (parsed once per text): read its tree, never change it."""
 
     path: str
     tree: ast.Module
     names: dict[str, str] = field(default_factory=dict)
+    imports: set[str] = field(default_factory=set)
 
     def dotted(self, node: ast.AST) -> str:
         return dotted(node, self.names)
+
+
+@lru_cache(maxsize=512)
+def module(path: str, text: str) -> Module | None:
+    """The parsed module (None if it does not compile)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return None
+    return Module(path, tree, aliases(tree), imported_names(tree))
 
 
 def parse(files: dict[str, str]) -> dict[str, Module]:
     """Module name -> Module for every Python file that parses."""
     out = {}
     for name, path in module_paths(files).items():
-        try:
-            tree = ast.parse(files[path])
-        except SyntaxError:
-            continue
-        out[name] = Module(path, tree, aliases(tree))
+        mod = module(path, files[path])
+        if mod is not None:
+            out[name] = mod
     return out

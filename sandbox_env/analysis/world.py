@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import ast
 
+from .workspace import module
+
 WORLD = 2
 
 
@@ -91,16 +93,10 @@ class _PruneWorld(ast.NodeTransformer):
 
 def prune_world_size(files: dict[str, str]) -> dict[str, str]:
     """``files`` with every branch a world-size test decides replaced by the branch taken."""
-    out = {}
+    out = dict(files)
     for path, text in files.items():
-        if path.endswith(".py"):
-            try:
-                tree = ast.parse(text)
-            except SyntaxError:
-                out[path] = text
-                continue
-            out[path] = (ast.unparse(ast.fix_missing_locations(_PruneWorld().visit(tree)))
-                         if _mentions_world(tree) else text)
-            continue
-        out[path] = text
+        if path.endswith(".py") and ("world_size" in text or "WORLD_SIZE" in text):
+            mod = module(path, text)
+            if mod is not None and _mentions_world(mod.tree):  # transformed on a copy (shared tree)
+                out[path] = ast.unparse(ast.fix_missing_locations(_PruneWorld().visit(ast.parse(text))))
     return out

@@ -10,10 +10,13 @@ import posixpath
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
+from typing import Generic, TypeVar
 
 MAX_FILE_BYTES = 1_000_000  # a workspace file larger than this is not taken back from a run
 MAX_FILES = 500
+T = TypeVar("T")
 _IGNORED_PARTS = {"__pycache__", ".pytest_cache", ".git"}
 
 
@@ -58,8 +61,39 @@ def safe_path(path: str) -> str:
     return norm
 
 
+class _FileMemo(Generic[T]):
+    """A bounded LRU of a pure function of one file, keyed by its path and a digest of its text
+    (an edit re-derives only the file it changed; a collision would need a BLAKE2 collision)."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._items: OrderedDict[tuple[str, bytes], T] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, path: str, text: str, compute: Callable[[str, str], T]) -> T:
+        key = (path, hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20).digest())
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+        value = compute(path, text)
+        with self._lock:
+            self._items[key] = value
+            if len(self._items) > self._size:
+                self._items.popitem(last=False)
+        return value
+
+
+_NORMALISED: _FileMemo[str] = _FileMemo(1024)
+_SYNTAX: _FileMemo[str | None] = _FileMemo(8192)
+
+
 def normalised_source(path: str, text: str) -> str:
     """Text that ignores comments and formatting for Python, line endings for the rest."""
+    return _NORMALISED.get(path, text, _normalise)
+
+
+def _normalise(path: str, text: str) -> str:
     if path.endswith(".py"):
         try:
             return ast.dump(parse_python(text), include_attributes=False)
@@ -83,6 +117,10 @@ def syntax_error(path: str, text: str) -> str | None:
     """The syntax error of a whole Python file, or None (non-Python files: None)."""
     if not path.endswith(".py"):
         return None
+    return _SYNTAX.get(path, text, _compile_error)
+
+
+def _compile_error(path: str, text: str) -> str | None:
     try:
         compile(text, path, "exec", dont_inherit=True)
     except SyntaxError as exc:

@@ -106,3 +106,20 @@ def test_absorb_skips_symlinks_and_binaries(tmp_path: Path) -> None:
     assert changed == {"out.txt": "ok\n"}
     assert any("symlink" in n for n in notes) and any("binary" in n for n in notes)
     assert "pkg/model.py" not in ws.files and "link.txt" not in ws.files
+
+
+def test_per_file_memos_are_keyed_by_path_and_text_and_bounded() -> None:
+    from sandbox_env import workspace as w
+
+    bad = "def f(:\n"
+    assert w.syntax_error("a.py", bad).startswith("a.py:1: SyntaxError")
+    assert w.syntax_error("b.py", bad).startswith("b.py:1: SyntaxError")  # same text, its own path
+    assert w.syntax_error("a.py", "x = 1\n") is None
+    assert w.normalised_source("m.py", "x = 1  # c\n") == w.normalised_source("m.py", "x = 1\n")
+    assert w.normalised_source("m.py", "x = 2\n") != w.normalised_source("m.py", "x = 1\n")
+    memo: w._FileMemo[int] = w._FileMemo(3)
+    calls: list[str] = []
+    for text in ("1", "2", "1", "3", "4", "1", "2"):
+        memo.get("f", text, lambda _p, t: calls.append(t) or len(calls))
+    assert calls == ["1", "2", "3", "4", "2"]  # "1" was used again, so "2" was the one evicted
+    assert len(memo._items) == 3

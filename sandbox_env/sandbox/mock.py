@@ -31,6 +31,7 @@ class MockSandbox:
     def __init__(self, exclude: set[str] | None = None) -> None:
         self._exclude = exclude or set()
         self._cache: dict[str, list[Trace]] = {}
+        self._recorded_commands: dict[str, frozenset[str]] = {}
         self._lock = threading.Lock()
         # (task, content hash) -> classifier label: a run and the submit that follows it (or
         # another rollout reaching the same state) classify once
@@ -58,6 +59,16 @@ class MockSandbox:
                 self._cache[task.id] = [t for t in load_traces(task)
                                         if f"{task.id}/{t.state}" not in self._exclude]
             return self._cache[task.id]
+
+    def _commands(self, task: TaskSpec) -> frozenset[str]:
+        """Every command some recording of ``task`` ran."""
+        traces = self.traces(task)
+        with self._lock:
+            cached = self._recorded_commands.get(task.id)
+            if cached is None:
+                cached = frozenset(r.command for t in traces for r in t.runs)
+                self._recorded_commands[task.id] = cached
+            return cached
 
     # -- lookup ---------------------------------------------------------------------------
     def _match(self, workspace: Workspace, task: TaskSpec) -> tuple[Trace | None, str]:
@@ -116,7 +127,7 @@ class MockSandbox:
         builtin = self._builtin(workspace, cmd)
         if builtin is not None:
             return builtin
-        recorded = {r.command for t in self.traces(task) for r in t.runs}
+        recorded = self._commands(task)
         if cmd not in recorded:
             known = ", ".join(sorted(recorded)) or "(none recorded)"
             return RunResult(

@@ -21,7 +21,7 @@ class Patch:
     attr: str
     path: str
     line: int
-    value: str = ""  # "lambda" | "function" | "constant" | "patch" (mock.patch) | "" (other)
+    value: str = ""  # "lambda" | "function" | "constant" | "setattr" | "patch" (mock.patch) | ""
 
 
 def _root(node: ast.AST) -> ast.AST:
@@ -54,7 +54,8 @@ def patches(mods: list[Module], roots: tuple[str, ...] = ("torch",),
                     if base.split(".")[0] in roots:
                         out.append(Patch(base, attr, mod.path, n.lineno, "patch"))
             kind = "lambda" if isinstance(value, ast.Lambda) else "function" if isinstance(value, ast.Name) \
-                and value.id in local else "constant" if isinstance(value, ast.Constant) else ""
+                and value.id in local else "constant" if isinstance(value, ast.Constant) else \
+                "setattr" if isinstance(n, ast.Call) else ""
             for t in targets:
                 if isinstance(t, ast.Attribute):
                     root = _root(t.value)

@@ -1,0 +1,620 @@
+"""Gradient synchronisation of a data-parallel training step: does the loss reach a submodule's
+parameters through autograd, and is every gradient averaged across ranks.
+
+``Interp`` runs the training function abstractly, once for a step where the scheduled
+objective (the ``head`` submodule's term, every ``schedule`` steps) is on and once where it is
+off. Helper functions and the model's forward are inlined; constants and config defaults are
+folded (``step % cfg.<schedule>`` is 0 in the "on" step) except the fields the check draws.
+Values track whether the loss depends through autograd on the head's parameters and whether
+the head contributes a non-zero amount (scaled by the ``weight`` field). It records the DDP
+wrappers and their options, forwards (through DDP, the raw module, under ``no_sync``),
+backwards, manual gradient all-reduces, optimisers and swallowed errors. Anything it does not
+model on a path that matters (a branch it cannot decide that changes the loss or holds a
+collective, rank-dependent training code, unknown DDP options, unrecognised gradient
+collectives...) raises ``Unsure``.
+"""
+
+import ast
+from dataclasses import dataclass, replace
+
+from . import Unsure
+from .exits import EXIT_CALLS
+from .workspace import aliases as _aliases
+from .workspace import dotted as _dotted
+
+
+@dataclass(frozen=True)
+class Roles:
+    """Task facts the interpretation needs: the conditionally used submodule (attribute name),
+    the config fields of its schedule and weight, the fields the check draws (not folded), the
+    model's module and its builder function."""
+
+    head: str
+    schedule: str
+    weight: str
+    owned: frozenset
+    model_module: str = "model.py"
+    builder: str = "build_model"
+
+    @property
+    def head_params(self) -> set[str]:
+        return {f"{self.head}.weight", f"{self.head}.bias"}
+
+
+NO_GRAD_FUNCS = {"zeros_like", "ones_like", "empty_like", "full_like", "zeros", "ones", "tensor",
+                 "randn_like", "rand_like", "as_tensor", "item", "tolist", "numpy", "detach"}
+HARMLESS_COLLECTIVES = {"barrier", "broadcast", "init_process_group", "destroy_process_group"}
+UNK = object()  # unknown constant
+
+
+class _Return(Exception):
+    def __init__(self, val):
+        self.val = val
+
+
+class _Continue(Exception):
+    pass
+
+
+class _Exit(Exception):
+    pass
+
+
+def _method(cls: ast.ClassDef, name: str) -> ast.FunctionDef | None:
+    return next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+
+
+def _starred(call: ast.Call) -> bool:
+    return any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords)
+
+
+def _mentions_attr(node: ast.AST, attr: str) -> bool:
+    return any(isinstance(n, ast.Attribute) and n.attr == attr for n in ast.walk(node))
+
+
+def _catches_runtime(h: ast.ExceptHandler) -> bool:
+    types = [] if h.type is None else h.type.elts if isinstance(h.type, ast.Tuple) else [h.type]
+    return h.type is None or any(getattr(t, "attr", getattr(t, "id", "")) in (
+        "RuntimeError", "Exception", "BaseException", "DistBackendError", "DistError") for t in types)
+
+
+def _swallows(t: ast.Try) -> bool:
+    return any(_catches_runtime(h) and not any(isinstance(n, ast.Raise) for n in ast.walk(h))
+               for h in t.handlers)
+
+
+def _collective_name(call: ast.Call, aliases: dict[str, str]) -> str | None:
+    """``all_reduce`` for ``dist.all_reduce(...)`` / ``torch.distributed.all_reduce``, else None."""
+    q = _dotted(call.func, aliases)
+    return q.rsplit(".", 1)[-1] if q.startswith("torch.distributed") else None
+
+
+@dataclass(frozen=True)
+class Val:
+    grad: bool = False  # autograd path to the head's parameters
+    value: bool = False  # the head contributes a non-zero amount
+    weighted: bool = True  # every head contribution is scaled by aux_weight
+    unsure: bool = False  # depends on a branch the analysis could not decide
+    const: object = UNK  # folded constant value
+    kind: str | None = None  # ddp | raw | self | params_all | params_head | step | nosync | null
+    is_w: bool = False  # the aux weight itself
+    tup: tuple | None = None
+
+    @property
+    def zero(self) -> bool:
+        return self.const is not UNK and isinstance(self.const, (int, float)) and self.const == 0
+
+
+N = Val()
+
+
+def _mix(*vals: Val) -> Val:
+    return Val(grad=any(v.grad for v in vals), value=any(v.value for v in vals),
+               weighted=all(v.weighted for v in vals if v.value), unsure=any(v.unsure for v in vals))
+
+
+def _join(a: Val, b: Val) -> Val:
+    return a if a == b else replace(_mix(a, b), unsure=True)
+
+
+def _head(trainable: bool) -> Val:
+    return Val(grad=trainable, value=True, weighted=False)
+
+
+class Interp:
+    def __init__(self, world: bool, ctx: "Ctx"):
+        self.world, self.c = world, ctx
+        self.uncertain = 0  # depth of branches the analysis could not decide
+        self.in_loop = False
+        self.nosync = False
+        self.nograd = False
+        self.catching = False  # inside a try that swallows RuntimeError
+        self.depth = 0
+        self.ddp: list[dict] = []
+        self.forwards: list[tuple[str, bool]] = []
+        self.backwards: list[Val] = []
+        self.reduces: list[tuple[str, bool]] = []  # (all|head, averaged)
+        self.optimizers: list[ast.Call] = []
+        self.static_call = False
+        self.loop_seen = False
+        self.swallowed = False
+
+    def event(self, what: str) -> None:
+        if self.uncertain:
+            raise Unsure(f"{what} under a branch the analysis cannot decide")
+        if self.catching and self.in_loop and what in ("forward", "backward"):
+            self.swallowed = True
+
+    # -- functions ---------------------------------------------------------------------------
+    def call_fn(self, fn: ast.FunctionDef, args: list[Val], kwargs: dict[str, Val],
+                bound: dict[str, Val] | None = None) -> Val:
+        self.depth += 1
+        if self.depth > 12:
+            raise Unsure("recursion")
+        env = dict(bound or {})
+        params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+        defaults = fn.args.defaults
+        for name, d in zip(params[len(params) - len(defaults):], defaults, strict=True):
+            env[name] = self.ev(d, {})
+        for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True):
+            if d is not None:
+                env[a.arg] = self.ev(d, {})
+        params = [p for p in params if p not in (bound or {})]
+        if len(args) > len(params) and fn.args.vararg is None:
+            raise Unsure(f"call of {fn.name} with too many arguments")
+        env.update(zip(params, args, strict=False))
+        env.update(kwargs)
+        try:
+            self.run(fn.body, env)
+            out = N
+        except _Return as r:
+            out = r.val
+        self.depth -= 1
+        return out
+
+    # -- expressions ------------------------------------------------------------------------
+    def ev(self, node: ast.AST | None, env: dict[str, Val]) -> Val:
+        v = self._ev(node, env) if node is not None else N
+        return replace(v, grad=False) if self.nograd and v.grad else v
+
+    def _ev(self, node: ast.AST, env: dict[str, Val]) -> Val:
+        c = self.c
+        if isinstance(node, ast.Constant):
+            return Val(const=node.value, is_w=node.value == c.config.get(self.c.roles.weight, UNK))
+        if isinstance(node, ast.Name):
+            if node.id in env:
+                return env[node.id]
+            return Val(const=2) if node.id == "world_size" else N
+        if isinstance(node, ast.Attribute):
+            base = self.ev(node.value, env)
+            if node.attr == self.c.roles.head and base.kind in ("self", "raw", "ddp"):
+                return replace(_head(c.head_trainable), kind="head")
+            if node.attr == "module" and base.kind == "ddp":
+                return Val(kind="raw")
+            if node.attr == self.c.roles.weight:
+                return Val(is_w=True)
+            if node.attr == self.c.roles.schedule:
+                return Val(kind="schedule")
+            if base.kind == "cfg" or getattr(node.value, "id", "") in ("cfg", "config"):
+                if node.attr in c.config and node.attr not in self.c.roles.owned:
+                    return Val(const=c.config[node.attr])
+                return N
+            if base.kind == "self":
+                return Val(kind="submodule")
+            return replace(base, const=UNK, kind=None, tup=None, is_w=False)
+        if isinstance(node, ast.IfExp):
+            t = self.truth(node.test, env)
+            if t is not None:
+                return self.ev(node.body if t else node.orelse, env)
+            return _join(self.ev(node.body, env), self.ev(node.orelse, env))
+        if isinstance(node, ast.UnaryOp):
+            v = self.ev(node.operand, env)
+            if isinstance(node.op, ast.Not):
+                return Val(const=not v.const) if v.const is not UNK else replace(_mix(v), const=UNK)
+            if isinstance(node.op, ast.USub) and isinstance(v.const, (int, float)):
+                return replace(v, const=-v.const)
+            return v
+        if isinstance(node, ast.BoolOp):
+            vals = [self.ev(x, env) for x in node.values]
+            decisive = not isinstance(node.op, ast.And)  # the value that decides: False for and
+            if any(v.const is not UNK and bool(v.const) == decisive for v in vals):
+                return Val(const=decisive)
+            return Val(const=not decisive) if all(v.const is not UNK for v in vals) else _mix(*vals)
+        if isinstance(node, ast.Compare):
+            vals = [self.ev(x, env) for x in [node.left, *node.comparators]]
+            if len(vals) == 2 and all(v.const is not UNK for v in vals):
+                a, b = vals[0].const, vals[1].const
+                ops = {ast.Eq: lambda: a == b, ast.NotEq: lambda: a != b, ast.Is: lambda: a is b,
+                       ast.IsNot: lambda: a is not b, ast.Gt: lambda: a > b, ast.Lt: lambda: a < b,
+                       ast.GtE: lambda: a >= b, ast.LtE: lambda: a <= b}
+                try:
+                    return Val(const=ops[type(node.ops[0])]())
+                except (KeyError, TypeError):
+                    return N
+            return replace(_mix(*vals), grad=False, value=False)
+        if isinstance(node, ast.BinOp):
+            a, b = self.ev(node.left, env), self.ev(node.right, env)
+            if isinstance(node.op, ast.Mod) and b.kind == "schedule":
+                if a.kind != "step":
+                    raise Unsure("schedule test on something other than the step")
+                return Val(const=0 if self.world else 1)
+            if a.const is not UNK and b.const is not UNK:
+                try:
+                    return Val(const=eval(compile(ast.Expression(ast.BinOp(
+                        ast.Constant(a.const), node.op, ast.Constant(b.const))), "", "eval")))
+                except Exception:  # folding only
+                    return N
+            if isinstance(node.op, ast.Mult):
+                return self.mult(a, b)
+            if isinstance(node.op, (ast.Div, ast.FloorDiv)):
+                return replace(_mix(a), const=0 if a.zero else UNK) if not b.value else _mix(a, b)
+            return _mix(a, b)
+        if isinstance(node, ast.Subscript):
+            base = self.ev(node.value, env)
+            i = getattr(node.slice, "value", None)
+            if base.tup is not None and isinstance(node.slice, ast.Constant) and isinstance(i, int):
+                return base.tup[i] if -len(base.tup) <= i < len(base.tup) else N
+            return replace(_mix(base), kind=None)
+        if isinstance(node, (ast.Tuple, ast.List)):
+            elts = tuple(self.ev(e, env) for e in node.elts)
+            return replace(_mix(*elts), tup=elts)
+        if isinstance(node, (ast.GeneratorExp, ast.ListComp, ast.SetComp)):
+            inner = dict(env)
+            for g in node.generators:
+                it = self.ev(g.iter, inner)
+                if isinstance(g.target, ast.Name):
+                    inner[g.target.id] = replace(it, kind=None)
+            return _mix(self.ev(node.elt, inner), *(self.ev(g.iter, env) for g in node.generators))
+        if isinstance(node, ast.Call):
+            return self.call(node, env)
+        if isinstance(node, ast.JoinedStr):
+            return N
+        if isinstance(node, ast.Lambda):
+            raise Unsure("lambda in training code")
+        return _mix(*(self.ev(ch, env) for ch in ast.iter_child_nodes(node) if isinstance(ch, ast.expr)))
+
+    def mult(self, a: Val, b: Val) -> Val:
+        if a.zero or b.zero:
+            return Val(const=0, grad=a.grad or b.grad, unsure=a.unsure or b.unsure)
+        out = replace(_mix(a, b), is_w=(a.is_w and b.const == 1) or (b.is_w and a.const == 1))
+        return replace(out, weighted=True) if (a.is_w and b.value) or (b.is_w and a.value) else out
+
+    def truth(self, test: ast.AST, env: dict[str, Val]) -> bool | None:
+        v = self.ev(test, env)
+        return None if v.const is UNK else bool(v.const)
+
+    def call(self, node: ast.Call, env: dict[str, Val]) -> Val:
+        c, f = self.c, node.func
+        q = _dotted(f, c.aliases)
+        name = q.rsplit(".", 1)[-1]
+        if q in EXIT_CALLS:
+            if self.uncertain or self.catching:
+                raise Unsure("conditional exit")
+            raise _Exit()
+        fval = env.get(f.id) if isinstance(f, ast.Name) else None
+        if isinstance(f, ast.Attribute):
+            base, a = self.ev(f.value, env), f.attr
+            if a == self.c.roles.head and base.kind in ("self", "raw", "ddp"):
+                return _head(c.head_trainable)  # calling the head
+            if a == "module" and base.kind == "ddp":
+                fval = Val(kind="raw")
+            elif a == "forward" and base.kind in ("ddp", "raw"):
+                fval = base
+            elif base.kind in ("ddp", "raw", "head", "submodule") and a in ("parameters", "named_parameters"):
+                if a == "named_parameters" or base.kind == "submodule":
+                    return N
+                kind = "params_head" if base.kind == "head" else "params_all"
+                return replace(_head(c.head_trainable), kind=kind)
+            elif base.kind == "ddp" and a == "no_sync":
+                return Val(kind="nosync")
+            elif base.kind == "ddp" and a == "_set_static_graph":
+                self.static_call = True
+                return N
+            elif base.kind == "ddp" and a not in ("train", "eval", "state_dict", "to", "zero_grad"):
+                raise Unsure(f"DDP method {a}")
+            elif a == "backward":
+                self.event("backward")
+                self.backwards.append(base)
+                return N
+            elif a == "step" and base.kind == "optim":
+                self.event("optimizer step")
+                return N
+            elif a == "_set_params_and_buffers_to_ignore_for_rank":
+                names = {e.value for e in getattr(node.args[-1], "elts", []) if isinstance(e, ast.Constant)}
+                if names != self.c.roles.head_params:
+                    raise Unsure("DDP ignores other parameters")
+                c.head_ignored = True
+                return N
+            elif a in NO_GRAD_FUNCS:
+                return replace(_mix(base), grad=False)
+            elif a in ("mul", "mul_") and node.args:
+                return self.mult(base, self.ev(node.args[0], env))
+        if fval is not None and fval.kind in ("ddp", "raw"):
+            return self.forward(node, fval.kind, env)
+        if isinstance(f, ast.Name) and f.id in c.funcs and f.id not in env:
+            args = [self.ev(a, env) for a in node.args]
+            if _starred(node):
+                raise Unsure("star arguments to a helper")
+            return self.call_fn(c.funcs[f.id], args, {k.arg: self.ev(k.value, env) for k in node.keywords})
+        if name == "DistributedDataParallel" or q.endswith(".DistributedDataParallel"):
+            return self.make_ddp(node, env)
+        if name in c.model_builders:
+            return Val(kind="raw")
+        if q.startswith("torch.optim.") and "lr_scheduler" not in q:
+            self.optimizers.append((node, self.ev(node.args[0], env).kind if node.args else None))
+            return Val(kind="optim")
+        if "lr_scheduler" in q or name in ("clip_grad_norm_", "clip_grad_value_"):
+            if self.in_loop or "lr_scheduler" in q:
+                raise Unsure(f"{name} changes the update")
+        coll = _collective_name(node, c.aliases)
+        if coll and coll not in HARMLESS_COLLECTIVES and not coll.startswith(("get_", "is_")):
+            if self.in_loop:
+                raise Unsure(f"unrecognised collective {coll} in the training loop")
+        elif coll in HARMLESS_COLLECTIVES and (self.uncertain and self.in_loop):
+            raise Unsure(f"{coll} reached by some ranks only")
+        if name in ("nullcontext",):
+            return Val(kind="null")
+        if name in ("no_grad", "inference_mode"):
+            return Val(kind="nograd")
+        if name in ("float", "int", "bool") and len(node.args) == 1:
+            v = self.ev(node.args[0], env)
+            return Val(const={"float": float, "int": int, "bool": bool}[name](v.const)) \
+                if v.const is not UNK else replace(v, grad=False, kind=None)
+        if name in ("list", "tuple") and len(node.args) == 1:
+            return self.ev(node.args[0], env)
+        if name in NO_GRAD_FUNCS:
+            return N
+        if name in ("setattr", "partial"):
+            raise Unsure(name)
+        parts = [self.ev(a, env) for a in node.args] + [self.ev(k.value, env) for k in node.keywords]
+        if isinstance(f, ast.Attribute):
+            parts.append(self.ev(f.value, env))
+        return _mix(*parts)
+
+    def make_ddp(self, node: ast.Call, env: dict[str, Val]) -> Val:
+        self.event("DDP construction")
+        kws = {k.arg: k.value for k in node.keywords if k.arg}
+        for k in node.keywords:
+            if k.arg is None:
+                d = k.value
+                if isinstance(d, ast.Name):
+                    d = self.c.dicts.get(d.id)
+                if isinstance(d, ast.Dict) and all(isinstance(x, ast.Constant) for x in d.keys):
+                    kws.update({x.value: v for x, v in zip(d.keys, d.values, strict=True)})
+                elif isinstance(d, ast.Call) and getattr(d.func, "id", "") == "dict":
+                    kws.update({x.arg: x.value for x in d.keywords if x.arg})
+                else:
+                    raise Unsure("DDP options the analysis cannot read")
+        opts = {}
+        for opt in ("find_unused_parameters", "static_graph"):
+            t = self.truth(kws[opt], env) if opt in kws else False
+            if t is None:
+                raise Unsure(f"{opt} of unknown value")
+            opts[opt] = t
+        self.ddp.append(opts)
+        return Val(kind="ddp")
+
+    def forward(self, node: ast.Call, kind: str, env: dict[str, Val]) -> Val:
+        self.event("forward")
+        c = self.c
+        if self.in_loop:
+            self.forwards.append((kind, self.nosync))
+        if c.forward is None:
+            raise Unsure("no model forward to follow")
+        if _starred(node):
+            raise Unsure("star arguments to the model")
+        args = [self.ev(a, env) for a in node.args]
+        kwargs = {k.arg: self.ev(k.value, env) for k in node.keywords}
+        out = self.call_fn(c.forward, args, kwargs, bound={"self": Val(kind="self")})
+        return replace(out, kind=None)
+
+    # -- statements -------------------------------------------------------------------------
+    def assign(self, t: ast.AST, v: Val, env: dict[str, Val]) -> None:
+        if isinstance(t, ast.Name):
+            env[t.id] = v
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            for i, e in enumerate(t.elts):
+                sub = v.tup[i] if v.tup is not None and i < len(v.tup) else replace(v, tup=None, kind=None)
+                self.assign(e, sub, env)
+        elif isinstance(t, ast.Attribute):
+            base = self.ev(t.value, env)
+            if base.kind == "ddp":
+                raise Unsure(f"assignment to {t.attr}")
+
+    def run(self, body: list[ast.stmt], env: dict[str, Val]) -> None:
+        for st in body:
+            self.stmt(st, env)
+
+    def branch(self, body, orelse, env) -> None:
+        """Run both sides of an undecided branch; variables that differ become unsure."""
+        self.uncertain += 1
+        a, b = dict(env), dict(env)
+        for side, e in ((body, a), (orelse, b)):
+            try:
+                self.run(side, e)
+            except (_Return, _Continue, _Exit):
+                raise Unsure("return, continue or exit under an undecided branch") from None
+        self.uncertain -= 1
+        for k in set(a) | set(b):
+            env[k] = _join(a.get(k, N), b.get(k, N))
+
+    def stmt(self, st: ast.stmt, env: dict[str, Val]) -> None:
+        if isinstance(st, ast.Assign):
+            v = self.ev(st.value, env)
+            if isinstance(st.value, ast.Dict) and isinstance(st.targets[0], ast.Name):
+                self.c.dicts[st.targets[0].id] = st.value
+            for t in st.targets:
+                self.assign(t, v, env)
+        elif isinstance(st, ast.AnnAssign) and st.value is not None:
+            self.assign(st.target, self.ev(st.value, env), env)
+        elif isinstance(st, ast.AugAssign):
+            cur, inc = self.ev(st.target, env), self.ev(st.value, env)
+            new = self.mult(cur, inc) if isinstance(st.op, ast.Mult) else _mix(cur, inc)
+            self.assign(st.target, new, env)
+        elif isinstance(st, ast.If):
+            t = self.truth(st.test, env)
+            if t is None:
+                self.branch(st.body, st.orelse, env)
+            else:
+                self.run(st.body if t else st.orelse, env)
+        elif isinstance(st, (ast.With, ast.AsyncWith)):
+            saved = (self.nosync, self.nograd)
+            for item in st.items:
+                v = self.ev(item.context_expr, env)
+                self.nosync = self.nosync or v.kind == "nosync"
+                self.nograd = self.nograd or v.kind == "nograd"
+            try:
+                self.run(st.body, env)
+            finally:
+                self.nosync, self.nograd = saved
+        elif isinstance(st, ast.Try):
+            saved = self.catching
+            self.catching = self.catching or _swallows(st)
+            try:
+                self.run(st.body, env)
+            finally:
+                self.catching = saved
+            self.run(st.orelse, env)
+            self.run(st.finalbody, env)
+        elif isinstance(st, ast.Expr):
+            self.ev(st.value, env)
+        elif isinstance(st, ast.Return):
+            raise _Return(self.ev(st.value, env))
+        elif isinstance(st, ast.Continue) and self.in_loop:
+            raise _Continue()
+        elif isinstance(st, ast.Break) and self.in_loop:
+            raise Unsure("break in the training loop")
+        elif isinstance(st, ast.For):
+            self.for_loop(st, env)
+        elif isinstance(st, ast.While):
+            if self.c.has_backward(st):
+                raise Unsure("while-loop training")
+            self.run(st.body, env)
+        elif isinstance(st, ast.Raise) and not self.uncertain:
+            raise Unsure("raises on a path the analysis takes")
+
+    def for_loop(self, st: ast.For, env: dict[str, Val]) -> None:
+        it = self.ev(st.iter, env)
+        if not self.c.has_backward(st) and self.manual_reduce(st, it):
+            return
+        if not self.in_loop and self.c.has_backward(st):
+            if self.loop_seen or not isinstance(st.target, ast.Name):
+                raise Unsure("more than one training loop")
+            self.loop_seen, self.in_loop = True, True
+            env[st.target.id] = Val(kind="step")
+            try:
+                self.run(st.body, env)
+            except _Continue:
+                pass
+            self.in_loop = False
+            return
+        self.assign(st.target, replace(it, kind=None, tup=None), env)
+        try:
+            self.run(st.body, env)
+        except _Continue:
+            pass
+
+    def manual_reduce(self, st: ast.For, it: Val) -> bool:
+        """``for p in <params>: [if p.grad is not None:] all_reduce(p.grad); p.grad /= ws``."""
+        if not isinstance(st.target, ast.Name):
+            return False
+        p = st.target.id
+        calls = [n for n in ast.walk(st) if isinstance(n, ast.Call) and
+                 _collective_name(n, self.c.aliases) in ("all_reduce", "all_reduce_coalesced")]
+        if not calls:
+            return False
+        self.event("gradient all-reduce")
+        grads = [a for n in calls for a in n.args[:1]]
+        if not all(isinstance(g, ast.Attribute) and _dotted(g, {}) in (f"{p}.grad", f"{p}.grad.data")
+                   for g in grads) or it.kind not in ("params_all", "params_head"):
+            raise Unsure("all-reduce of something other than every gradient")
+        avg = any((isinstance(n, ast.Attribute) and n.attr in ("AVG", "div_"))
+                  or (isinstance(n, (ast.AugAssign, ast.BinOp)) and isinstance(n.op, ast.Div))
+                  for n in ast.walk(st))
+        self.reduces.append(("all" if it.kind == "params_all" else "head", avg))
+        return True
+
+
+# --------------------------------------------------------------------------------------------
+# workspace facts
+# --------------------------------------------------------------------------------------------
+class Ctx:
+    """Workspace facts for one interpretation: functions by name (the training module's win),
+    the model's forward, whether the head exists, is trainable, sees a detached encoder."""
+
+    def __init__(self, trees: dict[str, ast.Module], config: dict[str, object], roles: Roles,
+                 train_path: str):
+        self.roles = roles
+        self.config = config
+        self.aliases: dict[str, str] = {}
+        self.funcs: dict[str, ast.FunctionDef] = {}
+        for name in sorted(trees, key=lambda p: p == train_path):  # the training module wins
+            if name in trees:
+                self.aliases.update(_aliases(trees[name]))
+                self.funcs.update({n.name: n for n in trees[name].body if isinstance(n, ast.FunctionDef)})
+        model = trees.get(roles.model_module)
+        classes = [n for n in ast.walk(model) if isinstance(n, ast.ClassDef)] if model else []
+        self.forward = None
+        self.head_defined = False
+        for cls in classes:
+            init = _method(cls, "__init__")
+            if init and any(isinstance(t, ast.Attribute) and t.attr == roles.head
+                            for st in ast.walk(init) if isinstance(st, ast.Assign) for t in st.targets):
+                self.head_defined = True
+                self.forward = _method(cls, "forward")
+        if self.forward is None and classes:
+            self.forward = next((m for cl in classes if (m := _method(cl, "forward"))), None)
+        self.model_builders = {c.name for c in classes} | {roles.builder}
+        self.funcs.pop(roles.builder, None)
+        self.head_trainable = self.head_defined and not _frozen_head(list(trees.values()), roles.head)
+        self.encoder_detached = self.forward is not None and any(
+            isinstance(n, ast.Call) and getattr(n.func, "attr", "") == roles.head
+            and any(_mentions_attr(a, "detach") for a in n.args)
+            for n in ast.walk(self.forward))
+        self.head_ignored = False
+        self.dicts: dict[str, ast.Dict] = {}
+        self._bw: dict[str, bool] = {}
+
+    def has_backward(self, node: ast.AST, seen: frozenset = frozenset()) -> bool:
+        for n in ast.walk(node):
+            if isinstance(n, ast.Attribute) and n.attr == "backward":
+                return True
+            name = getattr(n.func, "id", None) if isinstance(n, ast.Call) else None
+            if name in self.funcs and name not in seen and self.has_backward(self.funcs[name], seen | {name}):
+                return True
+        return False
+
+
+def config_defaults(tree: ast.Module | None, class_name: str) -> dict[str, object]:
+    """Literal defaults of the config class (fields its __post_init__ sets are left out)."""
+    out: dict[str, object] = {}
+    for node in ast.walk(tree) if tree else []:
+        if isinstance(node, ast.ClassDef) and node.name == class_name:
+            for st in node.body:
+                if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name) and st.value is not None:
+                    try:
+                        out[st.target.id] = ast.literal_eval(st.value)
+                    except ValueError:
+                        out[st.target.id] = UNK
+                elif isinstance(st, ast.FunctionDef) and st.name == "__post_init__":
+                    for n in ast.walk(st):
+                        if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store):
+                            out[n.attr] = UNK
+    return {k: v for k, v in out.items() if v is not UNK}
+
+
+def _frozen_head(trees: list[ast.Module], head: str) -> bool:
+    """requires_grad switched off for the reconstruction head (module or its parameters)."""
+    def off(n: ast.AST) -> bool:
+        return (isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "requires_grad_" and n.args
+                and isinstance(n.args[0], ast.Constant) and not n.args[0].value) or (
+            isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant) and n.value.value is False
+            and any(isinstance(t, ast.Attribute) and t.attr == "requires_grad" for t in n.targets))
+    for tree in trees:
+        for node in ast.walk(tree):
+            if off(node) and _mentions_attr(node, head):
+                return True
+            if isinstance(node, ast.For) and _mentions_attr(node.iter, head) \
+                    and any(off(n) for n in ast.walk(node)):
+                return True
+    return False

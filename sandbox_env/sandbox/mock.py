@@ -7,20 +7,41 @@ whose recorded run is replayed. Every output says what it replays.
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import shlex
 import threading
 from collections import OrderedDict
+from concurrent.futures import ProcessPoolExecutor
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 from ..mock_analysis import UNSURE
 from ..models import Limits, Outcome, RunResult, Verdict
-from ..tasks import TaskSpec
+from ..tasks import TaskSpec, load_task
 from ..traces import Trace, load_traces
 from ..workspace import Workspace, syntax_error
 from .base import normalise_command
 
 _PREFERRED = ("original", "solution")
 PASSING_BEHAVIOUR = "fixed"  # the one behaviour label whose states pass verification
+WORKERS_ENV = "SANDBOX_ENV_CLASSIFY_WORKERS"
+
+
+def default_workers() -> int:
+    """Classifier processes for a serving mock (0, the default: classify in the caller)."""
+    return max(0, int(os.environ.get(WORKERS_ENV, "0") or 0))
+
+
+@cache
+def _task_at(root: str) -> TaskSpec:
+    return load_task(Path(root))
+
+
+def _classify_in_worker(root: str, files: dict[str, str]) -> str:
+    """A classifier process's job: the task folder's classifier on one workspace state."""
+    return _task_at(root).classifier(files)
 
 
 class MockSandbox:
@@ -28,8 +49,13 @@ class MockSandbox:
 
     mode = "mock"
 
-    def __init__(self, exclude: set[str] | None = None) -> None:
+    def __init__(self, exclude: set[str] | None = None, *, workers: int = 0) -> None:
+        """``workers``: classify never-recorded states in that many processes (0: in the
+        calling thread). Classification is pure and CPU-bound: in processes it runs on every
+        core and never holds the server's GIL, so cheap steps of other episodes stay fast."""
         self._exclude = exclude or set()
+        self._workers = workers
+        self._pool: ProcessPoolExecutor | None = None
         self._cache: dict[str, list[Trace]] = {}
         self._recorded_commands: dict[str, frozenset[str]] = {}
         self._lock = threading.Lock()
@@ -44,7 +70,7 @@ class MockSandbox:
 
     @classmethod
     def create(cls, *, owner: str | None = None) -> MockSandbox:
-        return cls()
+        return cls(workers=default_workers())
 
     @classmethod
     def cleanup(cls, owner: str | None = None) -> int:
@@ -105,7 +131,10 @@ class MockSandbox:
             if key in self._labels:
                 self._labels.move_to_end(key)
                 return self._labels[key]
-        label = task.classifier(dict(workspace.files))
+        files = dict(workspace.files)
+        pool = self._classifier_pool()
+        label = (pool.submit(_classify_in_worker, str(task.root), files).result() if pool is not None
+                 else task.classifier(files))
         with self._lock:
             self._labels[key] = label
             if len(self._labels) > 4096:
@@ -184,8 +213,20 @@ class MockSandbox:
             "provenance": "inferred" if behaviour is not None else "recorded",
         })
 
+    def _classifier_pool(self) -> ProcessPoolExecutor | None:
+        if not self._workers:
+            return None
+        with self._lock:
+            if self._pool is None:  # forkserver: never fork a process that runs threads
+                self._pool = ProcessPoolExecutor(self._workers,
+                                                 mp_context=multiprocessing.get_context("forkserver"))
+            return self._pool
+
     def close(self) -> None:
-        return None
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
 
     @staticmethod
     def _builtin(workspace: Workspace, cmd: str) -> RunResult | None:

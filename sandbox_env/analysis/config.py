@@ -47,27 +47,54 @@ def choices(knobs: dict[str, list], fallback: dict[str, object]) -> dict[str, li
     return out
 
 
-def tested_fields(mods: list[Module], names: set[str]) -> set[str]:
-    """The fields among ``names`` whose value the code compares or branches on (``cfg.x == 3.0``,
-    ``if cfg.x``, ``step % cfg.x``): the settings code may special-case."""
+def _field(node: ast.AST, names: set[str]) -> str | None:
+    if isinstance(node, ast.Attribute) and node.attr in names:
+        return node.attr
+    if isinstance(node, ast.Name) and node.id in names:
+        return node.id
+    return None
+
+
+def _leaves(node: ast.AST, names: set[str]) -> list[str | None]:
+    """The fields an expression reads (None for anything else it reads: a variable, a tensor)."""
+    if (f := _field(node, names)) is not None:
+        return [f]
+    if isinstance(node, ast.Constant):
+        return []
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        return [None]
+    if isinstance(node, ast.Call):
+        return [x for a in [*node.args, *(k.value for k in node.keywords)] for x in _leaves(a, names)]
+    return [x for c in ast.iter_child_nodes(node) for x in _leaves(c, names)]
+
+
+def special_cased(mods: list[Module], names: set[str]) -> set[str]:
+    """The fields among ``names`` that the code tests against constants (``cfg.x == 3.0``,
+    ``cfg.x in (2, 4)``, ``if cfg.flag``, ``abs(cfg.x - 3) < 1e-6``): the settings it may
+    special-case. A field compared with data (``peak > cfg.x``) is a parameter, not a case."""
     found = set()
     for mod in mods:
         for n in ast.walk(mod.tree):
-            tests = [n.test] if isinstance(n, (ast.If, ast.While, ast.IfExp, ast.Assert)) else \
-                [n] if isinstance(n, (ast.Compare, ast.BoolOp)) or (isinstance(n, ast.BinOp) and isinstance(
-                    n.op, ast.Mod)) else []
+            tests = [n] if isinstance(n, ast.Compare) else []
+            if isinstance(n, (ast.If, ast.While, ast.IfExp, ast.Assert)):
+                tests.append(n.test)
+            if isinstance(n, ast.BoolOp):
+                tests += n.values
             for t in tests:
-                found |= {a.attr for a in ast.walk(t) if isinstance(a, ast.Attribute) and a.attr in names}
-                found |= {a.id for a in ast.walk(t) if isinstance(a, ast.Name) and a.id in names}
+                leaves = _leaves(t, names)
+                if leaves and None not in leaves:
+                    found |= set(leaves)
     return found
 
 
-def draws(options: dict[str, list], vary: set[str]) -> list[dict[str, object]] | None:
-    """Every combination of the fields in ``vary`` (others at their first value); None if there
-    are more than MAX_DRAWS."""
+def draws(options: dict[str, list], vary: set[str],
+          representative: dict[str, object] | None = None) -> list[dict[str, object]] | None:
+    """Every combination of the fields in ``vary``; the others take their ``representative``
+    value (code that does not special-case a field behaves alike at each of its values), else
+    their first choice. None if there are more than MAX_DRAWS combinations."""
     keys = sorted(k for k in vary if len(options.get(k, [])) > 1)
     if len(list(itertools.islice(itertools.product(*(options[k] for k in keys)), MAX_DRAWS + 1))) > MAX_DRAWS:
         return None
-    base = {k: v[0] for k, v in options.items()}
+    base = {k: (representative or {}).get(k, v[0]) for k, v in options.items()}
     return [{**base, **dict(zip(keys, combo, strict=True))}
             for combo in itertools.product(*(options[k] for k in keys))]

@@ -120,3 +120,22 @@ def parse(files: dict[str, str]) -> dict[str, Module]:
         if mod is not None:
             out[name] = mod
     return out
+
+
+@lru_cache(maxsize=256)
+def _code(text: str) -> str | None:
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return None
+    for n in ast.walk(tree):
+        body = getattr(n, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
+                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+            n.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree)
+
+
+def same_code(a: str, b: str) -> bool:
+    """Do two sources compile to the same code (comments, layout and docstrings aside)?"""
+    return _code(a) is not None and _code(a) == _code(b)

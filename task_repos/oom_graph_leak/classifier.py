@@ -24,7 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from sandbox_env.analysis import UNSURE, Unsure
-from sandbox_env.analysis.config import choices, draws, literal_fields, split_entry, tested_fields
+from sandbox_env.analysis.config import choices, draws, literal_fields, special_cased, split_entry
 from sandbox_env.analysis.environment import classify_everywhere, worst
 from sandbox_env.analysis.grad import GT, Run, is_graph
 from sandbox_env.analysis.tamper import dynamic_code, patches
@@ -93,7 +93,7 @@ def _classify(files: dict[str, str]) -> str:
     fallback = {k: v for k, v in literal_fields(ast.parse((ORIGINAL / f"{cfg_module}.py").read_text()),
                                                 cfg_class).items() if isinstance(v, (int, float, str, bool))}
     options = choices(t.verify.knobs if t.verify else {}, fallback)
-    runs = draws(options, tested_fields(list(parse(files).values()), set(options)))
+    runs = draws(options, special_cased(list(parse(files).values()), set(options)), fallback)
     patched = runtime_patching(files)
     if patched == "tampered" or runs is None:
         return patched or UNSURE

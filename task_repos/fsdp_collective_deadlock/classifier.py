@@ -36,7 +36,7 @@ UNGUARDED = ("torch.distributed", "torch.Tensor", "torch.nn.functional")  # patc
 # TrainConfig fields the check does not override: changing them changes the trained parameters
 MODEL_FIELDS = ("num_features", "num_classes", "hidden_dim", "num_blocks", "lr", "weight_decay")
 LONG_TIMEOUT_S = 60.0
-SAMPLES = 1536  # the check's training sample count (a literal count is right only if it is this)
+SAMPLES = 1536  # the training sample count the check used before it drew train_samples
 
 
 @lru_cache(maxsize=1)
@@ -54,8 +54,9 @@ def _loss_ok(t: frozenset | None) -> bool | None:
 def _count_ok(t: frozenset | None, const: object) -> bool | None:
     if t is None:
         return False
-    if not t:
-        return const == SAMPLES
+    if not t:  # a literal count is right only if every draw of the check uses that count
+        knobs = task().verify.knobs if task().verify else {}
+        return {const} == set(knobs.get("train_samples", [SAMPLES]))
     return True if t <= {"G", "S"} else None if t & {"U", "G"} else False
 
 

@@ -17,7 +17,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ..mock_analysis import UNSURE
+from ..analysis import UNSURE
 from ..models import Limits, Outcome, RunResult, Verdict
 from ..tasks import TaskSpec, load_task
 from ..traces import Trace, load_traces

@@ -1,0 +1,274 @@
+"""sandbox_env.analysis, module by module, on small code snippets: which files run, world-size
+branches, what the code sees of its environment, config draws, exits, tampering, and the
+interpreters (grad mode, rank reachability) on toy programs."""
+
+from __future__ import annotations
+
+import ast
+
+from sandbox_env.analysis import UNSURE
+from sandbox_env.analysis.config import choices, draws, special_cased
+from sandbox_env.analysis.environment import classify_everywhere, environments, specialise, worst
+from sandbox_env.analysis.exits import exits_at_import
+from sandbox_env.analysis.grad import Run
+from sandbox_env.analysis.ranks import Analysis, rank_runs
+from sandbox_env.analysis.tamper import dynamic_code, patches
+from sandbox_env.analysis.workspace import live_files, parse, same_code
+from sandbox_env.analysis.world import prune_world_size
+
+ENTRY = ["train", "config", "model"]
+
+
+# ---------------------------------------------------------------- live files
+def test_the_entry_modules_and_what_they_import_run() -> None:
+    files = {
+        "train.py": "import model\nfrom utils.data import loader\n",
+        "model.py": "import torch\nfrom layers import Block\n",
+        "layers.py": "X = 1\n",
+        "utils/__init__.py": "",
+        "utils/data.py": "def loader(): ...\n",
+        "backup/train.py": "FIXED = True\n",
+        "unused.py": "import train\n",
+        "README.md": "notes",
+        "data.csv": "1,2\n",
+    }
+    assert sorted(live_files(files, ENTRY)) == ["README.md", "data.csv", "layers.py", "model.py",
+                                                "train.py", "utils/__init__.py", "utils/data.py"]
+
+
+def test_the_entry_modules_come_from_the_task() -> None:
+    files = {"main.py": "import helpers\n", "helpers.py": "", "train.py": "import other\n", "other.py": ""}
+    assert sorted(live_files(files, ["main"])) == ["helpers.py", "main.py"]
+
+
+def test_config_alone_is_an_entry_and_dynamic_imports_count() -> None:
+    files = {
+        "config.py": "import importlib\nmod = importlib.import_module('plugins')\nh = __import__('hooks')\n",
+        "plugins.py": "",
+        "hooks.py": "",
+        "other.py": "",
+    }
+    assert sorted(live_files(files, ENTRY)) == ["config.py", "hooks.py", "plugins.py"]
+
+
+def test_modules_shadowing_the_stdlib_or_torch_never_count() -> None:
+    files = {
+        "train.py": "import os, resource, torch, numpy\nimport helpers\n",
+        "resource.py": "BAD = 1\n",
+        "os.py": "BAD = 1\n",
+        "torch.py": "BAD = 1\n",
+        "numpy/__init__.py": "BAD = 1\n",
+        "helpers.py": "",
+        "sitecustomize.py": "BAD = 1\n",
+    }
+    assert sorted(live_files(files, ENTRY)) == ["helpers.py", "train.py"]
+
+
+def test_a_file_with_a_syntax_error_runs_but_its_imports_are_not_followed() -> None:
+    files = {"train.py": "import broken\n", "broken.py": "import deeper\ndef (:\n", "deeper.py": ""}
+    assert sorted(live_files(files, ENTRY)) == ["broken.py", "train.py"]
+
+
+def test_relative_imports_are_not_resolved() -> None:
+    files = {"train.py": "from . import helpers\nfrom .lib import x\n", "helpers.py": "", "lib.py": ""}
+    assert sorted(live_files(files, ENTRY)) == ["train.py"]
+
+
+def test_no_entry_module_keeps_only_non_python_files() -> None:
+    assert live_files({"main.py": "import x\n", "x.py": "", "notes.txt": "t"}, ENTRY) == {"notes.txt": "t"}
+
+
+def test_same_code_ignores_comments_layout_and_docstrings() -> None:
+    assert same_code('"""doc"""\nx = 1  # one\n', "x = (1)\n")
+    assert not same_code("x = 1\n", "x = 2\n")
+
+
+# ---------------------------------------------------------------- world size
+def _pruned(src: str) -> str:
+    return prune_world_size({"train.py": src})["train.py"]
+
+
+def _same(a: str, b: str) -> bool:
+    return ast.dump(ast.parse(a)) == ast.dump(ast.parse(b))
+
+
+def test_branches_on_more_than_one_rank_are_taken() -> None:
+    src = "if world_size > 1:\n    a()\nelse:\n    b()\n"
+    assert _same(_pruned(src), "a()")
+    assert _same(_pruned("if dist.get_world_size() == 1:\n    a()\nelse:\n    b()\n"), "b()")
+    assert _same(_pruned("if self.world_size >= 2:\n    a()\n"), "a()")
+    assert _same(_pruned("if cfg.world_size < 2:\n    a()\n"), "pass")
+    assert _same(_pruned("if 1 != world_size:\n    a()\n"), "a()")
+
+
+def test_torchrun_variables_are_unset_in_the_checks_run() -> None:
+    env_int = "if int(os.environ.get('WORLD_SIZE', '1')) > 1:\n    a()\nelse:\n    b()\n"
+    assert _same(_pruned(env_int), "b()")
+    assert _same(_pruned("if int(os.getenv('WORLD_SIZE', '4')) > 1:\n    a()\nelse:\n    b()\n"), "a()")
+    assert _same(_pruned("if os.environ.get('WORLD_SIZE'):\n    a()\nelse:\n    b()\n"), "b()")
+
+
+def test_boolean_combinations_and_conditional_expressions() -> None:
+    assert _same(_pruned("if not world_size > 1:\n    a()\nelse:\n    b()\n"), "b()")
+    assert _same(_pruned("if world_size > 1 and ready:\n    a()\nelse:\n    b()\n"),
+                 "if world_size > 1 and ready:\n    a()\nelse:\n    b()\n")  # undecided: kept
+    assert _same(_pruned("if world_size == 1 and ready:\n    a()\nelse:\n    b()\n"), "b()")
+    assert _same(_pruned("if world_size > 1 or ready:\n    a()\nelse:\n    b()\n"), "a()")
+    assert _same(_pruned("x = ddp(m) if world_size > 1 else m\n"), "x = ddp(m)")
+    nested = "def f():\n    if world_size > 1:\n        if rank == 0:\n            a()\n"
+    assert _same(_pruned(nested), "def f():\n    if rank == 0:\n        a()\n")
+
+
+def test_what_does_not_mention_the_world_size_is_left_verbatim() -> None:
+    src = "# a comment\nif rank == 0:  # kept as written\n    a()\n"
+    files = {"train.py": src, "broken.py": "if world_size > 1:\n  def (:\n", "notes.md": "world_size > 1"}
+    assert prune_world_size(files) == files
+    assert _same(_pruned("if world_size > n:\n    a()\n"), "if world_size > n:\n    a()\n")
+
+
+# ---------------------------------------------------------------- environments
+ENVS = environments("/srv/jobs/x")
+PROBE = """import os, sys
+from pathlib import Path
+PROD = os.getcwd().startswith("/srv/")
+HERE = Path(__file__).resolve().parent
+def f():
+    if PROD:
+        a()
+    if "/workspace" in str(HERE):
+        b()
+    if os.environ.get("CI") or "pytest" in sys.modules or os.getenv("PYTEST_CURRENT_TEST"):
+        c()
+    data = os.path.join(os.getcwd(), "data")
+"""
+
+
+def test_every_verification_runs_from_the_workspace_and_from_production() -> None:
+    assert [e.root for e in ENVS] == ["/workspace", "/srv/jobs/x"]
+    assert [e.root for e in environments(None)] == ["/workspace"]
+
+
+def test_reads_of_the_place_the_code_runs_fold_to_each_environments_constant() -> None:
+    (ws, un_ws), (prod, un_prod) = (specialise({"train.py": PROBE}, e) for e in ENVS)
+    assert not un_ws and not un_prod
+    assert "if False:\n        a()" in ws["train.py"] and "if True:\n        a()" in prod["train.py"]
+    assert "if True:\n        b()" in ws["train.py"] and "if False:\n        b()" in prod["train.py"]
+    assert "if None:\n        c()" in ws["train.py"] and "if None:\n        c()" in prod["train.py"]
+    assert "'/srv/jobs/x/data'" in prod["train.py"]
+
+
+def test_reads_that_decide_a_test_but_cannot_be_resolved_are_reported() -> None:
+    src = ("import os, socket, sys\nif socket.gethostname() == 'ci':\n    a()\n"
+           "if 'driver' in sys.argv[0]:\n    b()\nif os.environ.get('FAST'):\n    c()\n"
+           "os.environ['CI'] = '1'\nif os.environ.get('CI'):\n    d()\n")
+    out, unresolved = specialise({"train.py": src}, ENVS[0])
+    assert out["train.py"] == src and len(unresolved) == 4  # CI is set by the code itself: unknown
+    assert specialise({"train.py": "import os\npath = os.environ.get('DATA', '.')\n"}, ENVS[0])[1] == []
+
+
+def test_the_worst_environment_decides() -> None:
+    assert worst(["fixed", "bug"]) == "bug" and worst(["fixed", UNSURE]) == UNSURE
+    assert worst(["fixed", "fixed"]) == "fixed" and worst([UNSURE, "wrong_metrics"]) == "wrong_metrics"
+    fix_outside_production = {"train.py": "import os\nFIXED = not os.getcwd().startswith('/srv')\n"}
+    label = classify_everywhere(fix_outside_production, "/srv/jobs/x",
+                                lambda f: "fixed" if "FIXED = True" in f["train.py"] else "bug")
+    assert label == "bug"
+    host = {"train.py": "import socket\nif socket.gethostname() == 'x':\n    pass\n"}
+    assert classify_everywhere(host, "/srv/jobs/x", lambda f: "fixed") == UNSURE
+    assert classify_everywhere(host, "/srv/jobs/x", lambda f: "bug") == "bug"
+
+
+# ---------------------------------------------------------------- config draws
+def test_fields_tested_against_constants_are_special_cased() -> None:
+    src = ("if cfg.lr == 0.1 or cfg.steps in (3, 4):\n    a()\nif peak > cfg.limit:\n    b()\n"
+           "if abs(cfg.width - 8) < 1e-6:\n    c()\nif self.flag:\n    d()\n")
+    mods = list(parse({"m.py": src}).values())
+    names = {"lr", "steps", "limit", "width", "flag", "seed"}
+    assert special_cased(mods, names) == {"lr", "steps", "width", "flag"}
+
+
+def test_draws_vary_special_cased_fields_only() -> None:
+    options = choices({"lr": [0.1, 0.2], "width": [8, 16], "seed": list(range(30))}, {"lr": 0.1, "depth": 2})
+    assert options["depth"] == [2] and options["lr"] == [0.1, 0.2]
+    runs = draws(options, {"lr"}, {"width": 4})
+    assert runs == [{"lr": 0.1, "width": 4, "seed": 0, "depth": 2},
+                    {"lr": 0.2, "width": 4, "seed": 0, "depth": 2}]
+    assert draws(options, {"seed", "lr"}) is None  # too many combinations: the caller is unsure
+
+
+# ---------------------------------------------------------------- exits, tampering
+def _mods(src: str) -> list:
+    return list(parse({"train.py": src}).values())
+
+
+def test_exits_at_import_outside_the_main_guard() -> None:
+    assert exits_at_import(_mods("import sys\nif True:\n    sys.exit(0)\n")[0])
+    assert exits_at_import(_mods("raise SystemExit(1)\n")[0])
+    assert not exits_at_import(_mods("import sys\ndef f():\n    sys.exit(0)\nif __name__ == '__main__':\n"
+                                     "    sys.exit(f())\n")[0])
+    assert not exits_at_import(_mods("import os\ntry:\n    x = 1\nexcept Exception:\n    os._exit(1)\n")[0])
+
+
+def test_runtime_patches_of_torch_through_any_alias() -> None:
+    src = ("import torch\nimport torch.distributed as dist\nimport torch.nn.functional as F\n"
+           "import unittest.mock\ndef mine(*a):\n    pass\ndist.all_reduce = mine\n"
+           "setattr(torch.Tensor, 'item', 0.0)\nF.gelu = lambda x: x\n"
+           "torch.backends.cudnn.deterministic = True\nunittest.mock.patch('torch.save')\n"
+           "model.forward = mine\n")
+    found = {(p.base, p.attr, p.value) for p in patches(_mods(src), any_base=("forward",))}
+    assert found == {("torch.distributed", "all_reduce", "function"), ("torch.Tensor", "item", "setattr"),
+                     ("torch.nn.functional", "gelu", "lambda"), ("torch", "save", "patch"),
+                     ("torch.backends.cudnn", "deterministic", "constant"), ("model", "forward", "function")}
+    assert dynamic_code(_mods("exec('x = 1')\n"))
+    assert dynamic_code(_mods("import sys\nsys.modules['x'] = 1\n"))
+    assert not dynamic_code(_mods("import os\n"))
+
+
+# ---------------------------------------------------------------- interpreters
+FIT = """import torch
+from dataclasses import dataclass
+@dataclass
+class Config:
+    epochs: int = 1
+class Net(torch.nn.Module):
+    def forward(self, x):
+        return x
+class Loader:
+    def __iter__(self):
+        return iter([])
+def fit(cfg):
+    model, total = Net(), 0.0
+    model.eval()
+    for x, y in Loader():
+        total += LOSS
+    return total
+"""
+
+
+def test_autograd_recording_decides_whether_a_loop_keeps_graphs() -> None:
+    def leaks(loss: str) -> list:
+        run = Run({"config.py": FIT, "train.py": FIT.replace("LOSS", loss)})
+        run.run(("train", "fit"), ("config", "Config"), {})
+        return run.leaks
+    assert leaks("model(x)")
+    assert not leaks("model(x).item()")
+    assert not leaks("float(model(x))")
+    loop = "    for x, y in Loader():\n        total += LOSS"
+    with_no_grad = FIT.replace(loop, "    with torch.no_grad():\n        for x, y in Loader():\n"
+                                     "            total += model(x)")
+    run = Run({"config.py": FIT, "train.py": with_no_grad})
+    run.run(("train", "fit"), ("config", "Config"), {})
+    assert not run.leaks and {f[0] for f in run.forwards} == {"eval"}
+
+
+def test_collectives_reached_by_one_rank_only_show_as_a_difference() -> None:
+    src = ("import torch.distributed as dist\ndef train(cfg, rank):\n    t = 0\n    if rank == 0:\n"
+           "        dist.all_reduce(t)\n    dist.barrier()\n")
+    an = Analysis({"train.py": src}, record_key="loss", count_key="n")
+    train = an.modules["train"]
+    [(r0, r1)] = rank_runs(an, train, an.funcs[("f", "train")][0][0])
+    assert r0.seq == ["all_reduce", "barrier"] and r1.seq == ["barrier"]
+    even = src.replace("    if rank == 0:\n        dist.all_reduce(t)\n", "    dist.all_reduce(t)\n")
+    an = Analysis({"train.py": even}, record_key="loss", count_key="n")
+    [(r0, r1)] = rank_runs(an, an.modules["train"], an.funcs[("f", "train")][0][0])
+    assert r0.seq == r1.seq == ["all_reduce", "barrier"]

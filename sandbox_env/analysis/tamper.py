@@ -54,15 +54,15 @@ def patches(mods: list[Module], roots: tuple[str, ...] = ("torch",),
                     if base.split(".")[0] in roots:
                         out.append(Patch(base, attr, mod.path, n.lineno, "patch"))
             kind = "lambda" if isinstance(value, ast.Lambda) else "function" if isinstance(value, ast.Name) \
-                and value.id in local else "constant" if isinstance(value, ast.Constant) else \
-                "setattr" if isinstance(n, ast.Call) else ""
+                and value.id in local else "setattr" if isinstance(n, ast.Call) else "constant" \
+                if isinstance(value, ast.Constant) else ""
             for t in targets:
                 if isinstance(t, ast.Attribute):
                     root = _root(t.value)
                     full = mod.names.get(root.id, root.id) if isinstance(root, ast.Name) else ""
                     if full.split(".")[0] in roots or t.attr in any_base:
                         out.append(Patch(mod.dotted(t.value) or ast.unparse(t.value), t.attr, mod.path,
-                                         t.lineno, kind))
+                                         getattr(t, "lineno", getattr(n, "lineno", 0)), kind))
     return out
 
 

@@ -31,7 +31,10 @@ closes its environments, so an instance closes its server episode itself: at the
 when it is garbage-collected, and at interpreter exit (``weakref.finalize``, with a short
 timeout, errors ignored), so finished runs free their sessions without waiting for the server's
 idle timeout. Otherwise in process, in mock mode, over the tasks in ``SANDBOX_ENV_TASK_ROOT``
-(or the package's ``task_repos``). The in-process registry, sandbox and judge are built once per
+(or the package's ``task_repos``); with ``SANDBOX_ENV_RAY_ADDRESS`` set, that sandbox sends every
+run and verification to the sandbox actors of that Ray cluster's nodes, each running
+``SANDBOX_ENV_RAY_INNER`` (default mock; docker for real runs), and without it Ray is never
+imported. The in-process registry, sandbox and judge are built once per
 process and shared, so constructing many instances is cheap. For docker mode, run a server
 (``MODE=docker bash scripts/start.sh``) and point ``SANDBOX_ENV_URL`` at it. Both transports ask
 for the compact observation (``reset(compact=True)``): ``current_files`` holds only the files a
@@ -76,10 +79,11 @@ def _local_episode(root: Path) -> LocalEpisode:
     """An in-process episode over the process's shared mock sandbox and judge."""
     from .rubrics import default_judge
     from .sandbox import make_sandbox
+    from .sandbox.ray_backend import env_mode
 
     with _shared_lock:
         if not _shared_parts:
-            _shared_parts["sandbox"] = make_sandbox("mock")
+            _shared_parts["sandbox"] = make_sandbox(env_mode("mock"), owner=f"trl-{os.getpid()}")
             _shared_parts["judge"] = default_judge()
         sandbox, judge = _shared_parts["sandbox"], _shared_parts["judge"]
     return LocalEpisode(TriageEnvironment(_shared_registry(root), sandbox, judge))

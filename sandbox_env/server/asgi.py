@@ -2,7 +2,9 @@
 and `main()`, the `server` console script and OpenEnv's `server/app.py` entry point.
 
 Configured from the environment: SANDBOX_ENV_MODE (mock | docker | auto; default mock),
-SANDBOX_ENV_TASK_ROOT, SANDBOX_ENV_MAX_SESSIONS, SANDBOX_ENV_IDLE_TIMEOUT_S, SANDBOX_ENV_OWNER;
+SANDBOX_ENV_RAY_ADDRESS (when set, SANDBOX_ENV_MODE, else SANDBOX_ENV_RAY_INNER, runs on the
+nodes of that Ray cluster; unset, Ray is never imported), SANDBOX_ENV_TASK_ROOT,
+SANDBOX_ENV_MAX_SESSIONS, SANDBOX_ENV_IDLE_TIMEOUT_S, SANDBOX_ENV_OWNER;
 `main()` also reads HOST and PORT (as scripts/start.sh does) and takes `sandbox-env serve`'s flags,
 which win over the environment. `app` is built on first access, so importing `main` builds nothing.
 """
@@ -28,15 +30,17 @@ _ENV_FLAGS: tuple[tuple[str, str], ...] = (
 @cache
 def _build_app() -> Any:
     from ..sandbox import make_sandbox
+    from ..sandbox.ray_backend import env_mode, ray_mode
     from ..tasks import TaskRegistry
     from .app import ServerConfig, create_app
     from .limits import limit_malloc_arenas
 
     limit_malloc_arenas()
     env = os.environ.get
+    mode = env("SANDBOX_ENV_MODE")
     return create_app(
         TaskRegistry(),
-        make_sandbox(env("SANDBOX_ENV_MODE", "mock"), owner=env("SANDBOX_ENV_OWNER", "asgi")),
+        make_sandbox(ray_mode(mode) if mode else env_mode("mock"), owner=env("SANDBOX_ENV_OWNER", "asgi")),
         ServerConfig(max_sessions=int(env("SANDBOX_ENV_MAX_SESSIONS", "64")),
                      idle_timeout_s=float(env("SANDBOX_ENV_IDLE_TIMEOUT_S", "900"))),
     )

@@ -1,8 +1,9 @@
 """The ``ray`` mode: sandboxes on the nodes of a Ray cluster, behind the ordinary Sandbox protocol.
 
 Importing this package does not import Ray: it holds only the settings (the cluster address
-and the inner mode each node runs) and ``ray_mode``, which the CLI (``--ray ADDRESS``), the
-ASGI app and the TRL adapter (``SANDBOX_ENV_RAY_ADDRESS``) call to turn the mode on. The
+and the inner mode each node runs), ``ray_mode``, which the CLI calls for ``--ray ADDRESS``,
+and ``env_mode``, which the ASGI app and the TRL adapter call so that ``SANDBOX_ENV_RAY_ADDRESS``
+alone turns the mode on. The
 driver side is ``sandbox.RaySandbox``; the per-node side is ``actor.NodeSandbox``.
 """
 
@@ -19,6 +20,16 @@ SLOT_RESOURCE = "sandbox_slots"
 MODE = "ray"
 
 
+def env_mode(default: str) -> str:
+    """The mode of a face configured only by the environment (the TRL adapter, the ASGI app):
+    ``ray`` when ``SANDBOX_ENV_RAY_ADDRESS`` is set, each node running ``SANDBOX_ENV_RAY_INNER``
+    (default: ``default``); else ``default``. Reads variables only: Ray is imported by the
+    backend when the sandbox is created, never here."""
+    if not os.environ.get(ADDRESS_ENV):
+        return default
+    return ray_mode(os.environ.get(INNER_ENV) or default)
+
+
 def ray_mode(mode: str, address: str | None = None) -> str:
     """The mode to create: ``ray`` (with ``mode`` run on each node) when a cluster address is
     given or ``SANDBOX_ENV_RAY_ADDRESS`` is set, else ``mode`` unchanged."""
@@ -30,4 +41,4 @@ def ray_mode(mode: str, address: str | None = None) -> str:
     return MODE
 
 
-__all__ = ["ADDRESS_ENV", "INNER_ENV", "MODE", "SLOT_RESOURCE", "ray_mode"]
+__all__ = ["ADDRESS_ENV", "INNER_ENV", "MODE", "SLOT_RESOURCE", "env_mode", "ray_mode"]

@@ -2,9 +2,11 @@
 
 An actor holds all of its node's sandbox slots (the ``sandbox_slots`` resource), serves that
 many calls at once, and owns one inner sandbox (docker, process or mock; ``auto`` takes the
-node's first working tier) labelled with the driver's owner. Calls come
-in as JSON of the wire models and go back as JSON, so nothing but pydantic crosses the
-cluster. ``reap_node`` is the node's reaper: it removes what this owner's actors left.
+node's first working tier) whose owner label is the driver's owner and the node's id
+(``node_owner``), so a node's start-up and close reap only its own boxes, also where several
+nodes share one Docker engine. Calls come in as JSON of the wire models and go back as JSON,
+so nothing but pydantic crosses the cluster. ``reap_node`` is a node's reaper: it removes
+what the given owners' actors left there.
 """
 
 from __future__ import annotations
@@ -31,11 +33,18 @@ def _local_task(task: TaskSpec) -> TaskSpec:
         "SANDBOX_ENV_TASK_ROOT") else None).get(task.id)
 
 
+def node_owner(owner: str, node_id: str) -> str:
+    """The owner label of ``owner``'s sandboxes on node ``node_id``."""
+    return f"{owner}@{node_id[:12]}"
+
+
 class NodeSandbox:
     """The sandboxes of one node (made a Ray actor by the driver, see sandbox.py)."""
 
     def __init__(self, inner: str, owner: str) -> None:
-        self.sandbox = make_sandbox(inner, owner=owner)
+        import ray
+
+        self.sandbox = make_sandbox(inner, owner=node_owner(owner, ray.get_runtime_context().get_node_id()))
 
     def info(self) -> str:
         import ray
@@ -59,8 +68,9 @@ class NodeSandbox:
         self.sandbox.close()
 
 
-def reap_node(inner: str, owner: str | None) -> int:
-    """Remove what ``owner``'s actors left on this node (all of sandbox-env's when None)."""
+def reap_node(inner: str, owners: list[str] | None) -> int:
+    """Remove what the actors of these owner labels left on this node (all of sandbox-env's
+    when None)."""
     names = [b.name for b in tiers()] if inner == AUTO else [inner]
     n = 0
     for name in names:
@@ -68,9 +78,10 @@ def reap_node(inner: str, owner: str | None) -> int:
         ok, _ = b.available()
         if not ok:
             continue
-        try:
-            n += b.load().cleanup(owner)
-        except Exception as exc:  # one backend's engine gone must not hide the others
-            log.warning("reap %s on %s: %s", name, platform.node(), exc)
+        for owner in [None] if owners is None else owners:
+            try:
+                n += b.load().cleanup(owner)
+            except Exception as exc:  # one backend's engine gone must not hide the others
+                log.warning("reap %s of %s on %s: %s", name, owner, platform.node(), exc)
     return n
 

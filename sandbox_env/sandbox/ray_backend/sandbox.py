@@ -7,6 +7,11 @@ to the node with the most free slots, and starts an actor on every node that joi
 inner backend that raised) is a result with ``outcome == infra_error``: the environment does
 not score it and the eval runner retries the episode. The actor is dropped (killed if still
 there) and a replacement is asked for, which Ray places on a surviving or a later node.
+
+No leaks: each node's boxes are labelled ``owner@node`` (actor.node_owner); closing closes
+every actor's inner sandbox (it reaps its own), then reaps the labels of the actors lost on
+the way from a live node of their host; ``cleanup`` (a killed driver, ``sandbox-env reap``)
+reaps an owner on every host that has a live node, the host's dead nodes' labels included.
 """
 
 from __future__ import annotations
@@ -77,6 +82,7 @@ class RaySandbox:
         self._last_scale = 0.0
         self._closed = False
         self.dropped = 0  # actors lost to faults (for records and tests)
+        self._lost: set[str] = set()  # the nodes those actors ran on (reaped at close)
         deadline = time.monotonic() + START_TIMEOUT_S
         with self._cond:  # the nodes there now start their actors, so the first calls spread
             self._scale()
@@ -118,23 +124,17 @@ class RaySandbox:
 
     @classmethod
     def cleanup(cls, owner: str | None = None) -> int:
-        """Run every alive node's reaper for ``owner`` ."""
+        """Reap ``owner``'s sandboxes (every sandbox-env one when None) on every host that has
+        an alive node: those of its alive nodes and of the dead nodes it had before."""
         address, inner = cls._settings()
         import ray
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-        from .actor import reap_node
 
         owned = not ray.is_initialized()
         if owned:
             ray.init(address=address, namespace=NAMESPACE, log_to_driver=False,
                      logging_level=logging.ERROR, configure_logging=False)
         try:
-            task = ray.remote(reap_node)  # type: ignore[call-overload]
-            refs = [task.options(num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(
-                n["NodeID"], soft=False)).remote(inner, owner)
-                for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get(SLOT_RESOURCE)]
-            return sum(ray.get(refs, timeout=300))
+            return sum(ray.get(_reap(ray, inner, owner), timeout=300))
         finally:
             # A driver left connected exits by itself once its cluster is gone (Ray's GCS
             # reconnect timeout): never leave the caller's process attached to a cluster.
@@ -206,6 +206,7 @@ class RaySandbox:
         gets a new one at the next scale (whose inner backend reaps what the old one left)."""
         if self._nodes.get(node.node_id) is node:
             del self._nodes[node.node_id]
+            self._lost.add(node.node_id)
             self.dropped += 1
             self._last_scale = 0.0
             self._kill(node)
@@ -277,7 +278,8 @@ class RaySandbox:
             return {n.node_id: n.capacity for n in self._nodes.values() if n.ready is None}
 
     def close(self) -> None:
-        """Close every node's inner sandbox (it reaps its owner's containers), kill the actors."""
+        """Close every node's inner sandbox (it reaps its own boxes), kill the actors, and reap
+        what the actors lost to faults left (on their hosts, where a node of the host lives)."""
         with self._cond:
             if self._closed:
                 return
@@ -286,15 +288,52 @@ class RaySandbox:
             self._nodes = {}
             self._cond.notify_all()
         ray = self._ray
+        closing: dict[str, Any] = {}
         try:
-            refs = [n.actor.close.remote() for n in nodes if n.ready is None]
-            ray.wait(refs, num_returns=len(refs), timeout=30)
+            closing = {n.node_id: n.actor.close.remote() for n in nodes if n.ready is None}
+            ray.wait(list(closing.values()), num_returns=len(closing), timeout=30)
         except Exception as exc:
             log.warning("ray: closing the sandboxes: %s", exc)
         for n in nodes:
+            try:  # an actor that did not close (its node died unnoticed, or it never came up)
+                ray.get(closing[n.node_id], timeout=0)  # left its boxes like a lost one
+            except Exception:
+                self._lost.add(n.node_id)
             self._kill(n)
+        if self._lost:  # the boxes that actors lost to faults left, where a node of their host lives
+            try:
+                refs = _reap(ray, self.inner, self.owner, self._lost)
+                ray.wait(refs, num_returns=len(refs), timeout=60)
+            except Exception as exc:
+                log.warning("ray: reaping after lost sandboxes: %s", exc)
         if self._owns_ray:
             try:
                 ray.shutdown()
             except Exception:
                 pass
+
+
+def _reap(ray: Any, inner: str, owner: str | None, lost: set[str] | None = None) -> list[Any]:
+    """Start one reaper per host with an alive sandbox node, for the owner labels of the
+    nodes that host has had (alive or dead; only those in ``lost`` when given): the sandboxes
+    of a dead node are removed once a node of its host is alive again. Returns the tasks."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from .actor import node_owner, reap_node
+
+    everyone = ray.nodes()
+    hosts: dict[str, str] = {}  # host -> the alive node that reaps it
+    for n in everyone:
+        if n.get("Alive") and n.get("Resources", {}).get(SLOT_RESOURCE):
+            hosts.setdefault(n.get("NodeManagerAddress", ""), n["NodeID"])
+    task = ray.remote(reap_node)
+    refs = []
+    for host, reaper in hosts.items():
+        owners = None if owner is None else [
+            node_owner(owner, n["NodeID"]) for n in everyone
+            if n.get("NodeManagerAddress", "") == host and (lost is None or n["NodeID"] in lost)]
+        if owners == []:
+            continue
+        refs.append(task.options(num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(
+            reaper, soft=False)).remote(inner, owners))
+    return refs

@@ -27,7 +27,7 @@ class Layer:
 
 
 LAYERS = [
-    Layer("kit", ("check_runtime", "child_process", "verdict_protocol", "mock_analysis"), (),
+    Layer("kit", ("check_runtime", "child_process", "verdict_protocol", "analysis"), (),
           job="runs inside sandboxes and in classifiers: standard library only"),
     Layer("domain", ("models", "errors", "actions", "tasks", "workspace", "rubrics", "oracle", "traces"),
           ("kit",), ("pydantic", "openai"),

@@ -185,6 +185,8 @@ def test_fields_tested_against_constants_are_special_cased() -> None:
     mods = list(parse({"m.py": src}).values())
     names = {"lr", "steps", "limit", "width", "flag", "seed"}
     assert special_cased(mods, names) == {"lr", "steps", "width", "flag"}
+    via_an_object = list(parse({"m.py": "if loader.batch_size == 16384:\n    a()\n"}).values())
+    assert special_cased(via_an_object, {"eval_batch_size", "lr"}) == {"eval_batch_size"}
 
 
 def test_draws_vary_special_cased_fields_only() -> None:

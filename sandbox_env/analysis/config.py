@@ -47,18 +47,20 @@ def choices(knobs: dict[str, list], fallback: dict[str, object]) -> dict[str, li
     return out
 
 
-def _field(node: ast.AST, names: set[str]) -> str | None:
-    if isinstance(node, ast.Attribute) and node.attr in names:
-        return node.attr
-    if isinstance(node, ast.Name) and node.id in names:
-        return node.id
-    return None
+def _field(node: ast.AST, names: set[str]) -> list[str] | None:
+    """The fields a name or attribute may hold: its own name, or the fields it is a part of
+    (``loader.batch_size`` may hold ``eval_batch_size``: values travel into objects)."""
+    name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
+    if name is None or name == "self":
+        return None
+    found = [f for f in names if f == name or f.endswith("_" + name) or f.startswith(name + "_")]
+    return found or None
 
 
 def _leaves(node: ast.AST, names: set[str]) -> list[str | None]:
     """The fields an expression reads (None for anything else it reads: a variable, a tensor)."""
     if (f := _field(node, names)) is not None:
-        return [f]
+        return list(f)
     if isinstance(node, ast.Constant):
         return []
     if isinstance(node, (ast.Name, ast.Attribute)):
@@ -70,8 +72,9 @@ def _leaves(node: ast.AST, names: set[str]) -> list[str | None]:
 
 def special_cased(mods: list[Module], names: set[str]) -> set[str]:
     """The fields among ``names`` that the code tests against constants (``cfg.x == 3.0``,
-    ``cfg.x in (2, 4)``, ``if cfg.flag``, ``abs(cfg.x - 3) < 1e-6``): the settings it may
-    special-case. A field compared with data (``peak > cfg.x``) is a parameter, not a case."""
+    ``cfg.x in (2, 4)``, ``if cfg.flag``, ``abs(cfg.x - 3) < 1e-6``, ``loader.batch_size ==
+    16384`` for a field ``eval_batch_size``): the settings it may special-case. A field compared
+    with data (``peak > cfg.x``) is a parameter, not a case."""
     found = set()
     for mod in mods:
         for n in ast.walk(mod.tree):

@@ -27,12 +27,13 @@ whatever the analysis cannot model on a path that matters gives ``UNSURE``.
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
 from sandbox_env.analysis import UNSURE, Unsure
-from sandbox_env.analysis.config import split_entry
-from sandbox_env.analysis.environment import classify_everywhere
+from sandbox_env.analysis.config import draws, special_cased, split_entry
+from sandbox_env.analysis.environment import classify_everywhere, worst
 from sandbox_env.analysis.exits import EXIT_CALLS, exits_at_import
 from sandbox_env.analysis.sync import (
     Ctx,
@@ -108,17 +109,27 @@ def _label(files: dict[str, str]) -> str:
     if any(exits_at_import(m) for m in mods.values()):
         return "no_training"
     for p in patches(list(mods.values())):
-        if p.value != "patch" and (p.attr in GUARDED_ATTRS or p.value in ("lambda", "function", "setattr")):
+        if p.value != "patch" and (p.attr in GUARDED_ATTRS or p.value in ("lambda", "function",
+                                                                           "setattr")):
             return "tampered"
-    try:
-        return _classify({m.path: m.tree for m in mods.values()}, mods[train_module].path)
-    except Unsure:
+    knobs, r = (task().verify.knobs if task().verify else {}), roles()
+    vary = special_cased(list(mods.values()), set(knobs)) - {r.schedule, r.weight}  # those two stay symbolic
+    runs = draws(knobs, vary)
+    if runs is None:
         return UNSURE
+    labels = []
+    for draw in runs:  # the drawn fields the code special-cases are folded to each drawn value
+        try:
+            labels.append(_classify({m.path: m.tree for m in mods.values()}, mods[train_module].path,
+                                    {k: draw[k] for k in vary}))
+        except Unsure:
+            labels.append(UNSURE)
+    return worst(labels)
 
 
-def _classify(trees: dict[str, ast.Module], train_path: str) -> str:
+def _classify(trees: dict[str, ast.Module], train_path: str, drawn: dict[str, object]) -> str:
     cfg_module, cfg_class = split_entry(task().entry.config)
-    config = config_defaults(trees.get(f"{cfg_module}.py"), cfg_class)
+    config = {**config_defaults(trees.get(f"{cfg_module}.py"), cfg_class), **drawn}
     train_fn = split_entry(task().entry.train)[1]
     train_tree = trees[train_path]
     aliases = mod_names(train_tree)
@@ -129,7 +140,7 @@ def _classify(trees: dict[str, ast.Module], train_path: str) -> str:
             raise Unsure("module-level rebinding of a torch name")
     runs = {}
     for world in (True, False):
-        ctx = Ctx(trees, config, roles(), train_path)
+        ctx = Ctx(trees, config, replace(roles(), owned=roles().owned - set(drawn)), train_path)
         if train_fn not in ctx.funcs or ctx.funcs[train_fn] not in train_tree.body:
             return "no_training"
         it = Interp(world, ctx)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import shutil
 import signal
 import sys
@@ -30,7 +31,10 @@ except ImportError:  # beside check.py in the verifier, where the kit's modules 
     from child_process import ChildResult, child_env, run_child  # type: ignore[no-redef]
     from verdict_protocol import frame_verdict, read_nonce  # type: ignore[no-redef]
 
-KIT_MODULES = ("check_runtime", "child_process", "verdict_protocol")  # what a check imports
+# what a check imports: the runtime, and the kit's verifiers (check_kit) with the driver they run
+KIT_MODULES = ("check_runtime", "child_process", "verdict_protocol", "check_kit", "kit_driver",
+               "tamper_guard")
+CHECK_ONLY_ENV = "SANDBOX_"  # variables the host sets for the check: never passed to agent code
 OUTCOMES = ("passed", "failed", "timeout", "oom_killed", "infra_error")
 # what reading a driver report that agent code may have written can raise
 REPORT_ERRORS = (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError)
@@ -70,17 +74,44 @@ class Check:
         """Run ``argv`` (``python`` is replaced by this interpreter) in the workspace.
 
         The child gets a fresh session (its whole process group is killed on timeout),
-        no stdin, a minimal environment plus ``env``, and optionally RLIMIT_DATA.
+        no stdin, a minimal environment plus ``env``, and optionally RLIMIT_DATA. When the
+        host says so (``SANDBOX_CHILD_ENV=inherit``) the environment is the check's own minus
+        the host's ``SANDBOX_*`` variables: the environment of the agent's own runs.
         """
         if argv and argv[0] in ("python", "python3"):
             argv = [sys.executable, *argv[1:]]
-        extra = {"PYTHONHASHSEED": "0", **(env or {})}
+        inherit = os.environ.get("SANDBOX_CHILD_ENV") == "inherit"
+        if inherit:  # exactly the environment of the agent's own runs (the host gave it to us)
+            child = {k: v for k, v in os.environ.items() if not k.startswith(CHECK_ONLY_ENV)}
+            child.update(env or {})
+        else:
+            child = child_env(self.scratch, extra={"PYTHONHASHSEED": "0", **(env or {})})
         uid = None
         if self.child_uid is not None:
             uid = self.child_uid
             self._hand_scratch_to_child()
-        return run_child(argv, cwd=cwd or self.workspace, env=child_env(self.scratch, extra=extra),
-                         timeout_s=timeout_s, data_limit_mb=data_limit_mb, uid=uid)
+        return run_child(argv, cwd=cwd or self.workspace, env=child, timeout_s=timeout_s,
+                         data_limit_mb=data_limit_mb, uid=uid, separate_stderr=inherit)
+
+    def run_as_agent(self, command: str, *, cwd: Path, timeout_s: float, limit_s: float,
+                     data_limit_mb: int | None = None) -> ChildResult:
+        """Run the repo's own ``command`` the way the agent's own runs start it.
+
+        Where ``python`` on PATH is this interpreter (docker mode) that is the agent's chain,
+        ``timeout -s KILL LIMIT prlimit --data=CAP -- bash -c COMMAND``; elsewhere (a wrapper
+        interpreter isolates children, as in process mode) the command's argv runs directly.
+        """
+        path = os.environ.get("PATH")
+        if shutil.which("python", path=path) == sys.executable and shutil.which("bash", path=path):
+            argv = ["bash", "-c", command]
+            if data_limit_mb and shutil.which("prlimit", path=path):
+                argv = ["prlimit", f"--data={data_limit_mb * 1024 * 1024}", "--", *argv]
+                data_limit_mb = None
+            if shutil.which("timeout", path=path):
+                argv = ["timeout", "-s", "KILL", str(int(limit_s)), *argv]
+        else:
+            argv = shlex.split(command)
+        return self.run(argv, cwd=cwd, timeout_s=timeout_s, data_limit_mb=data_limit_mb)
 
     def _hand_scratch_to_child(self) -> None:
         """Let children write where the check prepared files for them (the check runs as root)."""
@@ -152,7 +183,7 @@ class Check:
         sys.stdin.close()
         out = os.fdopen(os.dup(sys.stdout.fileno()), "w")
         check_dir = Path(sys.argv[0]).resolve().parent
-        scratch = _scratch_dir()
+        scratch = _scratch_dir(os.environ.get("SANDBOX_CHECK_SCRATCH"))
         ck = Check(Path(args.workspace).resolve(), check_dir, scratch)
         uid = os.environ.get("SANDBOX_CHILD_UID")
         if uid and os.geteuid() == 0:
@@ -188,11 +219,17 @@ class Check:
             os.chmod(self.driver_dir / src.name, 0o644)
         os.chmod(root, 0o755)
         os.chmod(self.driver_dir, 0o755)
+        if root.parent == self.check_dir:  # children pass through the root-only check dir
+            os.chmod(self.check_dir, 0o711)
 
 
-def _scratch_dir() -> Path:
-    """A fixed path when free (fresh verifier containers), so recorded reasons stay identical."""
-    fixed = Path(tempfile.gettempdir()) / "check"
+def _scratch_dir(where: str | None = None) -> Path:
+    """A fixed path when free (fresh verifier containers), so recorded reasons stay identical.
+
+    ``where`` (the host's ``SANDBOX_CHECK_SCRATCH``): a place outside what agent code sees in
+    its own runs (docker mode: under /checks, so /tmp looks as it does in an agent run).
+    """
+    fixed = Path(where) if where else Path(tempfile.gettempdir()) / "check"
     try:
         fixed.mkdir(mode=0o700)
         return fixed

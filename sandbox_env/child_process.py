@@ -78,23 +78,34 @@ class _Capture:
         self.head = bytearray()
         self.tail = bytearray()
         self.dropped = 0
-        self.thread = threading.Thread(target=self._pump, args=(stream,), daemon=True)
-        self.thread.start()
+        self.lock = threading.Lock()
+        self.threads: list[threading.Thread] = []
+        self.add(stream)
+
+    def add(self, stream: Any) -> None:
+        """Drain one more stream into the same capture."""
+        t = threading.Thread(target=self._pump, args=(stream,), daemon=True)
+        self.threads.append(t)
+        t.start()
 
     def _pump(self, stream: Any) -> None:
-        half = self.half
-        while chunk := stream.read(65536):
-            room = half - len(self.head)
-            if room > 0:
-                self.head += chunk[:room]
-                chunk = chunk[room:]
-            self.tail += chunk
-            if len(self.tail) > half:
-                self.dropped += len(self.tail) - half
-                del self.tail[: len(self.tail) - half]
+        while chunk := stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536):
+            with self.lock:
+                self._keep(chunk)
+
+    def _keep(self, chunk: bytes) -> None:
+        room = self.half - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        self.tail += chunk
+        if len(self.tail) > self.half:
+            self.dropped += len(self.tail) - self.half
+            del self.tail[: len(self.tail) - self.half]
 
     def text(self) -> str:
-        self.thread.join(timeout=5)
+        for t in self.threads:
+            t.join(timeout=5)
         mid = f"\n\n[... output truncated: {self.dropped} bytes omitted ...]\n\n" if self.dropped else ""
         text = bytes(self.head).decode(errors="replace") + mid + bytes(self.tail).decode(errors="replace")
         return text.replace("\x00", "\ufffd")  # NUL bytes, like invalid UTF-8, become U+FFFD
@@ -102,11 +113,14 @@ class _Capture:
 
 def run_child(argv: list[str], *, cwd: Path, env: dict[str, str], timeout_s: float,
               data_limit_mb: int | None = None, stdin: bytes | None = None,
-              uid: int | None = None, output_cap: int = _OUTPUT_CAP) -> ChildResult:
+              uid: int | None = None, output_cap: int = _OUTPUT_CAP,
+              separate_stderr: bool = False) -> ChildResult:
     """Run ``argv`` in a new session; on timeout its whole process group is killed.
 
     Output (stdout + stderr) is drained while it runs and capped, head and tail kept; peak
     RSS comes from ``wait4``. ``uid`` runs the child as that user (the caller is root).
+    ``separate_stderr``: stderr is a pipe of its own (as in a ``docker exec``), drained into
+    the same capture.
     """
     argv = with_data_limit(argv, data_limit_mb)
     drop: dict[str, Any] = {} if uid is None else {"user": uid, "group": uid, "extra_groups": []}
@@ -117,7 +131,7 @@ def run_child(argv: list[str], *, cwd: Path, env: dict[str, str], timeout_s: flo
         env=env,
         stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
         stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
+        stderr=subprocess.PIPE if separate_stderr else subprocess.STDOUT,
         start_new_session=True,
         **drop,
     )
@@ -128,6 +142,8 @@ def run_child(argv: list[str], *, cwd: Path, env: dict[str, str], timeout_s: flo
         except BrokenPipeError:
             pass
     cap = _Capture(proc.stdout, output_cap)
+    if separate_stderr:
+        cap.add(proc.stderr)
     status, usage, timed_out = _wait(proc.pid, start + timeout_s)
     _kill_group(proc.pid)  # stragglers left in the group (e.g. orphaned workers)
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -160,7 +176,9 @@ def with_data_limit(argv: list[str], data_limit_mb: int | None) -> list[str]:
     if data_limit_mb is None:
         return argv
     cap = str(data_limit_mb * 1024 * 1024)
-    return [sys.executable, "-S", "-c", _LIMIT_TRAMPOLINE, cap, *argv]
+    # isolated (-I): the trampoline runs in the workspace, whose files (a resource.py, ...) must
+    # not shadow the modules it imports
+    return [sys.executable, "-I", "-S", "-c", _LIMIT_TRAMPOLINE, cap, *argv]
 
 
 def _kill_group(pid: int) -> None:

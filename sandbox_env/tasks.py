@@ -10,7 +10,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import UnknownTask
 from .models import Limits
@@ -79,6 +79,28 @@ class Verify(BaseModel):
     model_config = ConfigDict(extra="forbid")
     production_dir: str = Field(pattern=r"^/srv/[A-Za-z0-9._/-]+$")
     knobs: dict[str, list[Knob]] = Field(default_factory=dict)
+    # how the kit driver calls ``entry.train`` (check_kit / kit_driver)
+    world_size: int = Field(default=0, ge=0, le=8)  # 0: one process; N: N gloo ranks
+    call: list[Literal["cfg", "rank", "world_size"]] = Field(default_factory=lambda: ["cfg"])
+    set: dict[str, Knob] = Field(default_factory=dict)  # config fields the driver sets; "$port"
+    process_group_timeout_s: float | None = None  # the driver opens the process group itself
+    probe: str | None = None  # a module of checks/ measuring inside the driver (install, report)
+    timeout_s: float = Field(default=120, gt=0)  # wall time of one driver run
+    run_timeout_s: float = Field(default=120, gt=0)  # wall time of one run of run_command
+    atol: float = 1e-5  # results vs the reference run
+    rtol: float = 1e-4
+    param_atol: float | None = None  # trained parameters vs the reference run (default: atol)
+    param_rtol: float | None = None
+    ignore: list[str] = Field(default_factory=list)  # result paths (regexes) not compared
+    replica_atol: float = 1e-6  # trained parameters of every rank vs rank 0
+
+    @field_validator("knobs")
+    @classmethod
+    def _non_empty(cls, v: dict[str, list[Knob]]) -> dict[str, list[Knob]]:
+        empty = [k for k, vals in v.items() if not vals]
+        if empty:
+            raise ValueError(f"knobs without values: {empty}")
+        return v
 
 
 class TaskSpec(BaseModel):

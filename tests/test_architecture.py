@@ -27,8 +27,10 @@ class Layer:
 
 
 LAYERS = [
-    Layer("kit", ("check_runtime", "child_process", "verdict_protocol", "analysis"), (),
+    Layer("kit", ("check_runtime", "child_process", "verdict_protocol", "check_kit", "analysis"), (),
           job="runs inside sandboxes and in classifiers: standard library only"),
+    Layer("kit-driver", ("kit_driver", "tamper_guard"), ("kit",), ("torch",),
+          job="the kit's driver children: run agent code under torch inside sandboxes"),
     Layer("domain", ("models", "errors", "actions", "tasks", "workspace", "rubrics", "oracle", "traces"),
           ("kit",), ("pydantic", "openai"),
           job="what an episode is made of: no execution, no transport"),
@@ -54,6 +56,7 @@ LAYERS = [
           job="the command line: may use anything"),
 ]
 THIRD_PARTY_EVERYWHERE = {"pydantic", "typing_extensions"}
+KIT_SIBLINGS = {p for layer in LAYERS if layer.name.startswith("kit") for p in layer.prefixes}
 
 
 def module_name(path: Path, root: Path = PACKAGE) -> str:
@@ -115,7 +118,7 @@ def violations(root: Path = PACKAGE) -> list[str]:
                 continue
             if top in STDLIB or (top in THIRD_PARTY_EVERYWHERE and layer.name != "kit"):
                 continue
-            if layer.name == "kit" and top in layer.prefixes:  # siblings by bare name in a sandbox
+            if layer.name.startswith("kit") and top in KIT_SIBLINGS:  # siblings by bare name in a sandbox
                 continue
             if top not in layer.third_party and "*" not in layer.may_import:
                 bad.append(f"{module} ({layer.name}) imports third-party {top!r}: {layer.job}")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import secrets
 import shutil
 import subprocess
@@ -24,7 +25,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from sandbox_env.check_runtime import kit_files  # noqa: E402
+from sandbox_env.sandbox.verification import write_check_files  # noqa: E402
+from sandbox_env.tasks import load_task  # noqa: E402
 from sandbox_env.verdict_protocol import parse_verdict  # noqa: E402
 
 
@@ -37,12 +39,12 @@ def prepare(task: Path, patch: Path | None, dst: Path) -> None:
 def verify(task: Path, ws: Path) -> tuple[dict | None, str, float]:
     with tempfile.TemporaryDirectory() as cd:
         cdir = Path(cd) / "checks"
-        shutil.copytree(task / "checks", cdir)
-        for name, data in kit_files().items():
-            (cdir / name).write_bytes(data)
+        write_check_files(load_task(task.resolve()), cdir)
+        (Path(cd) / "prod").mkdir()
+        env = {**os.environ, "SANDBOX_PRODUCTION_ROOT": str(Path(cd) / "prod")}
         nonce = secrets.token_hex(8)
         t = time.monotonic()
-        p = subprocess.run([sys.executable, str(cdir / "check.py"), "--workspace", str(ws)],
+        p = subprocess.run([sys.executable, str(cdir / "check.py"), "--workspace", str(ws)], env=env,
                            input=nonce + "\n", check=False, capture_output=True, text=True, timeout=900)
         return parse_verdict(p.stdout, nonce), p.stdout + p.stderr, time.monotonic() - t
 

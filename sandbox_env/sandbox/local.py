@@ -79,8 +79,11 @@ class LocalSandbox:
             workspace.write_to(root)
             write_check_files(task, checks)
             nonce = new_nonce()
+            prod = Path(tmp) / "production"  # the host's /srv is not ours: a stand-in root
+            prod.mkdir()
+            env = {**_child_env(Limits(), home), "SANDBOX_PRODUCTION_ROOT": str(prod)}
             res = run_child([sys.executable, str(checks / "check.py"), "--workspace", str(root)],
-                            cwd=Path(tmp), env=_child_env(Limits(), home), timeout_s=CHECK_BUDGET_S,
+                            cwd=Path(tmp), env=env, timeout_s=CHECK_BUDGET_S,
                             stdin=(nonce + "\n").encode(), output_cap=CHECK_OUTPUT_CAP)
         return verdict_from_check(res.output, nonce, exit_code=res.returncode,
                                   duration_s=res.duration_s, source="local", timed_out=res.timed_out)

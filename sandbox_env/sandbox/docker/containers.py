@@ -3,7 +3,8 @@
 Each container has a read-only root, no network, a memory (= memory + swap) cap, a CPU
 quota with OMP threads matched, a pids limit, all capabilities dropped, no-new-privileges,
 tini as PID 1, a non-root user, and a sized tmpfs-backed volume as /workspace (a volume, so
-the archive API can copy files in and out of a read-only container), run by the OCI runtime
+the archive API can copy files in and out of a read-only container), a writable tmpfs /srv and
+a root-only /checks in every box (verification boxes hold the hidden checks there), run by the OCI runtime
 the sandbox was started with (runc or gVisor's runsc: runtime.py). Every container and
 volume carries the labels ``sandbox-env.owner`` / ``sandbox-env.role`` so ``reap`` can
 remove what a crashed server left.
@@ -34,6 +35,11 @@ VERIFIER_CAPS = ["SETUID", "SETGID", "CHOWN", "DAC_OVERRIDE", "FOWNER", "KILL"]
 # Generous caps for the idle containers; each run narrows memory and CPU with ``narrow``.
 WORKSPACE_TMPFS = "size=512m"
 TMP_TMPFS = "size=1g"
+# /srv: where tasks' production directories live; writable in every box, so a verification
+# that runs the workspace from there has the mount layout of an agent's own run.
+SRV_DIR = "/srv"
+SRV_TMPFS = f"size=512m,uid={1000},gid={1000},mode=0755,exec"
+CHECKS_TMPFS = "size=256m,uid=0,gid=0,mode=0700"  # run boxes get an empty one: same layout
 PIDS_LIMIT = 512
 
 
@@ -69,7 +75,7 @@ def _volumes(client: Any, owner: str, role: str) -> list[tuple[str, Any]]:
     """The tmpfs-backed volumes of a box: /workspace, and root-only /checks for verification."""
     mounts = {WORKSPACE_DIR: f"{WORKSPACE_TMPFS},uid={SANDBOX_UID},gid={SANDBOX_UID}"}
     if role == "verify":  # hidden checks: root-only, outside the workspace
-        mounts[CHECKS_DIR] = "size=64m,uid=0,gid=0,mode=0700"
+        mounts[CHECKS_DIR] = CHECKS_TMPFS
     made: list[tuple[str, Any]] = []
     try:
         for target, opts in mounts.items():
@@ -110,7 +116,8 @@ def create_box(client: Any, image: str, owner: str, role: str, *, runtime: str =
             image, command=["sleep", "infinity"], init=True,
             user="0" if verify else str(SANDBOX_UID), working_dir=WORKSPACE_DIR,
             read_only=True, network_mode="none", hostname="localhost",
-            tmpfs={"/tmp": f"{TMP_TMPFS},uid={SANDBOX_UID},gid={SANDBOX_UID},exec"},
+            tmpfs={"/tmp": f"{TMP_TMPFS},uid={SANDBOX_UID},gid={SANDBOX_UID},exec", SRV_DIR: SRV_TMPFS,
+                   **({} if verify else {CHECKS_DIR: CHECKS_TMPFS})},
             volumes={v.name: {"bind": target, "mode": "rw"} for target, v in vols},
             **_limit_args(limits), **_pids_args(runtime), runtime=runtime,
             cap_drop=["ALL"], cap_add=VERIFIER_CAPS if verify else [],

@@ -1,7 +1,8 @@
 """Verification in a fresh box: the workspace in /workspace, the hidden checks in root-only /checks.
 
-The check runs as root and runs agent code as uid 1000, which cannot read the checks or
-their reference values; the nonce reaches the check through a root-only file on its stdin.
+The check runs as root and runs agent code as uid 1000, which cannot read the checks or the
+reference fix; the nonce reaches the check through a root-only file on its stdin. Agent code
+gets the environment of the agent's own runs (``verify_env``).
 """
 
 from __future__ import annotations
@@ -25,13 +26,21 @@ def verify_limits(task: TaskSpec) -> Limits:
     return Limits(memory_mb=max(VERIFY_MIN_MEMORY_MB, task.limits.memory_mb), cpus=VERIFY_CPUS)
 
 
+def verify_env(task: TaskSpec) -> dict[str, str]:
+    """The check's environment: the agent's run environment (which the check passes on to agent
+    code unchanged, ``SANDBOX_CHILD_ENV=inherit``) plus where the check keeps its scratch (under
+    root-only /checks, not /tmp) and the dirs it empties before each agent run."""
+    return {**run_env(task.limits), "SANDBOX_CHILD_ENV": "inherit",
+            "SANDBOX_CHECK_SCRATCH": f"{CHECKS_DIR}/.run", "SANDBOX_FRESH_DIRS": "/tmp:/dev/shm"}
+
+
 def verify_in(api: Any, box: Box, workspace: Workspace, task: TaskSpec) -> Verdict:
     """Run the task's hidden check on ``workspace`` in ``box`` (a "verify" box) and read its verdict."""
     narrow(box, verify_limits(task))
     put_files(box, WORKSPACE_DIR, {p: t.encode() for p, t in workspace.files.items()}, SANDBOX_UID)
     put_files(box, CHECKS_DIR, check_files(task), 0, 0o600)
     nonce = new_nonce()
-    env = {**run_env(Limits(cpus=VERIFY_CPUS)), "SANDBOX_CHILD_UID": str(SANDBOX_UID)}
+    env = {**verify_env(task), "SANDBOX_CHILD_UID": str(SANDBOX_UID)}
     ex = exec_capped(api, box, ["python", f"{CHECKS_DIR}/check.py", "--workspace", WORKSPACE_DIR],
                      user="0", env=env, timeout_s=CHECK_BUDGET_S, output_limit=CHECK_OUTPUT_CAP,
                      stdin=(nonce + "\n").encode())

@@ -5,7 +5,7 @@ namespaces, a non-root uid (1000), a new session, ``--die-with-parent`` and a re
 holding only: /usr (and the merged-usr links), a few /etc files (passwd, group and hosts
 written for the sandbox, the dynamic linker cache), the runner venv at /opt/venv (and its
 base interpreter's prefix when that is not under /usr), new /proc and /dev, and sized tmpfs
-for /tmp, /dev/shm and /workspace. Nothing else of the host (home directories, the project,
+for /tmp, /dev/shm, /workspace and /srv. Nothing else of the host (home directories, the project,
 the hidden checks, /tmp) is there.
 """
 
@@ -24,6 +24,8 @@ NOBODY = 65534
 RUNNER_MOUNT = "/opt/venv"  # where the runner venv appears (the docker image's path too)
 WORKSPACE = "/workspace"
 WORKSPACE_MB = 512
+SRV = "/srv"  # tasks' production directories: writable in runs and verifications alike
+SRV_MB = 512
 TMP_MB = 1024
 SHM_MB = 1024
 MERGED_USR = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
@@ -118,7 +120,8 @@ def scratch_mounts(*, proc: str | None = None, workspace_tmpfs: bool = True) -> 
     a += ["--dev", "/dev", "--size", str(SHM_MB << 20), "--tmpfs", "/dev/shm"]
     if workspace_tmpfs:
         a += ["--perms", "0755", "--size", str(TMP_MB << 20), "--tmpfs", "/tmp",
-              "--perms", "0755", "--size", str(WORKSPACE_MB << 20), "--tmpfs", WORKSPACE]
+              "--perms", "0755", "--size", str(WORKSPACE_MB << 20), "--tmpfs", WORKSPACE,
+              "--perms", "0755", "--size", str(SRV_MB << 20), "--tmpfs", SRV]
     return a
 
 

@@ -38,6 +38,7 @@ from ..verification import CHECK_BUDGET_S, CHECK_OUTPUT_CAP, new_nonce, verdict_
 from . import cgroups
 from .bwrap import (
     RUNNER_MOUNT,
+    SRV,
     TMP_MB,
     WORKSPACE,
     View,
@@ -155,7 +156,7 @@ class ProcessSandbox:
         inner = self.view.inside()
         args = [*namespaces(nested_userns=False), *inner.args(),
                 *scratch_mounts(proc="/proc", workspace_tmpfs=False),
-                "--bind", "/tmp", "/tmp", "--bind", WORKSPACE, WORKSPACE,
+                "--bind", "/tmp", "/tmp", "--bind", WORKSPACE, WORKSPACE, "--bind", SRV, SRV,
                 "--ro-bind", "/sandbox/passthrough", "/sandbox/bin/python"]
         (s / "bin" / "nested.json").write_text(json.dumps(
             {"bwrap": "/sandbox/bwrap", "python": PYTHON, "args": args}))
@@ -245,7 +246,8 @@ class ProcessSandbox:
             workspace.write_to(stage / "in")
             (stage / "in").mkdir(exist_ok=True)
             write_check_files(task, stage / "checks")
-            env = command_env(VERIFY_CPUS)
+            # agent code gets the environment of the agent's own runs (the check passes it on)
+            env = {**command_env(max(1, int(task.limits.cpus))), "SANDBOX_CHILD_ENV": "inherit"}
             self._spec(stage, argv=[PYTHON, "/sandbox/launch_check.py", "/sandbox/bin/python",
                                     "/checks/check.py", "--workspace", WORKSPACE],
                        env=env, rlimits={"DATA": VERIFY_DATA_MB << 20, "NPROC": VERIFY_PIDS,

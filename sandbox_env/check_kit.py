@@ -1,0 +1,357 @@
+"""The kit's verifiers: what a task's hidden check is composed of, so that per-task code is small.
+
+A check builds one ``Verification`` from the task's verify data (``verify.json``, written beside
+it by the host from task.toml) and calls, in this order:
+
+- ``reference()``: the reference fix (``reference/``, shipped root-only by the host) runs through
+  the kit driver under this verification's freshly drawn knobs, in its own child, before any
+  agent code; its results are read into memory and removed from disk.
+- ``command(where)``: the repo's own command (``python train.py``, its defaults) as the agent's
+  own runs start it (same environment, shell, data cap, time limit) from ``where``:
+  the workspace, and ``production()`` (a copy of the submitted workspace at the task's
+  ``production_dir``).
+- ``driver(where)``: the kit driver (``kit_driver.py``) with the drawn knobs, the task's world
+  size and timeout, from ``where``.
+
+And judges with ``compare_tree`` (results vs the reference, with tolerances), ``compare_states``
+(trained parameters vs the reference), ``replica_diffs`` (ranks vs rank 0), ``require_run``
+(exit status, time, peak RSS from outside) and ``require_report`` (the driver's report:
+tampering, errors, shape). Standard library only at import; torch is imported lazily to read
+the trained states.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import secrets
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+try:  # imported as sandbox_env.check_kit (host, tests)
+    from .check_runtime import REPORT_ERRORS, Check, ChildResult
+except ImportError:  # beside check.py in the verifier
+    from check_runtime import REPORT_ERRORS, Check, ChildResult  # type: ignore[no-redef]
+
+DRIVER = "kit_driver.py"
+DRIVER_FILES = ("kit_driver.py", "tamper_guard.py")  # what a driver child needs of the check dir
+_RNG = secrets.SystemRandom()
+
+
+def draw_knobs(choices: dict[str, list[Any]], rng: Any = _RNG) -> dict[str, Any]:
+    """One value per knob, drawn uniformly and freshly (os.urandom) from the task's choices."""
+    return {name: rng.choice(values) for name, values in sorted(choices.items())}
+
+
+def close(a: Any, b: Any, atol: float, rtol: float) -> bool:
+    return isinstance(a, (int, float)) and not isinstance(a, bool) and math.isfinite(a) \
+        and abs(a - b) <= atol + rtol * abs(b)
+
+
+def compare_tree(got: Any, want: Any, atol: float, rtol: float, path: str = "", *,
+                 ignore: tuple[str, ...] = ()) -> list[str]:
+    """Where two result trees (numbers, lists, dicts) differ, as 'path: got X, expected Y'."""
+    if any(re.fullmatch(p, path) for p in ignore):
+        return []
+    here = path or "result"
+    if isinstance(want, dict):
+        if not isinstance(got, dict):
+            return [f"{here}: got {_short(got)}, expected a record"]
+        out = [f"{here}.{k}: missing" for k in want if k not in got]
+        for k in want:
+            if k in got:
+                out += compare_tree(got[k], want[k], atol, rtol, f"{path}.{k}" if path else k, ignore=ignore)
+        return out
+    if isinstance(want, list):
+        if not isinstance(got, list) or len(got) != len(want):
+            n = len(got) if isinstance(got, list) else _short(got)
+            return [f"{here}: got {n} values, expected {len(want)}"]
+        out = []
+        for i, (g, w) in enumerate(zip(got, want, strict=True)):
+            out += compare_tree(g, w, atol, rtol, f"{path}.{i}" if path else str(i), ignore=ignore)
+        return out
+    if isinstance(want, (int, float)) and not isinstance(want, bool):
+        return [] if close(got, want, atol, rtol) else [f"{here}: got {_short(got)}, expected {_short(want)}"]
+    return [] if got == want else [f"{here}: got {_short(got)}, expected {_short(want)}"]
+
+
+def _short(v: Any) -> str:
+    return f"{v:.6g}" if isinstance(v, float) else repr(v)[:80]
+
+
+def compare_states(got: dict[str, Any], want: dict[str, Any], atol: float, rtol: float) -> list[str]:
+    """Tensors of a trained state that differ from the reference's (max |diff| per tensor)."""
+    out = [f"{k}: missing" for k in want if k not in got]
+    for k, w in want.items():
+        g = got.get(k)
+        if g is None:
+            continue
+        if tuple(g.shape) != tuple(w.shape):
+            out.append(f"{k}: shape {tuple(g.shape)}, expected {tuple(w.shape)}")
+            continue
+        g64, w64 = g.double(), w.double()
+        if not bool(((g64 - w64).abs() <= atol + rtol * w64.abs()).all()):
+            out.append(f"{k}: max |diff| {(g64 - w64).abs().max().item():.3g}")
+    return out
+
+
+def replica_diffs(states: dict[int, dict[str, Any]]) -> dict[int, float]:
+    """Largest |difference| of every rank's trained state from rank 0's (inf if the keys differ)."""
+    base = states.get(0, {})
+    out: dict[int, float] = {}
+    for r, st in states.items():
+        if r == 0:
+            continue
+        if set(st) != set(base) or any(st[k].shape != base[k].shape for k in base):
+            out[r] = math.inf
+            continue
+        out[r] = max(((st[k].double() - base[k].double()).abs().max().item() for k in base), default=0.0)
+    return out
+
+
+@dataclass
+class DriverRun:
+    """One run of the kit driver: the child, each rank's report and trained state."""
+
+    res: ChildResult
+    reports: dict[int, dict[str, Any]] = field(default_factory=dict)
+    states: dict[int, dict[str, Any]] = field(default_factory=dict)
+    unreadable: str | None = None  # why a report could not be read (written by agent code)
+
+    def results(self) -> dict[int, Any]:
+        return {r: rep.get("result") for r, rep in self.reports.items()}
+
+
+class Verification:
+    """One verification of a workspace: drawn knobs, the reference run, the agent's runs."""
+
+    def __init__(self, ck: Check) -> None:
+        self.ck = ck
+        self.spec = json.loads((ck.check_dir / "verify.json").read_text())
+        v = self.spec["verify"]
+        self.knobs = draw_knobs(v.get("knobs", {}))
+        # a number of this verification only, for probes that make a measurement numerically visible
+        self.secret = round(_RNG.uniform(0.02, 0.06), 6)
+        self.world = int(v.get("world_size", 0))
+        self.private = ck.scratch.parent / "private" if ck.child_uid is not None else ck.scratch / "private"
+        self.private.mkdir(mode=0o700, exist_ok=True)
+        self.pristine = self.private / "workspace"
+        shutil.copytree(ck.workspace, self.pristine, symlinks=True)
+        self.fresh = [Path(p) for p in os.environ.get("SANDBOX_FRESH_DIRS", "").split(":") if p]
+        self.runs = 0
+        ck.evidence["knobs"] = self.knobs
+
+    # -- children ---------------------------------------------------------------------------
+    def _fresh(self) -> None:
+        """Every agent run starts as the agent's own runs do: nothing left in /tmp by an earlier one."""
+        for d in self.fresh:
+            for p in d.iterdir() if d.is_dir() else ():
+                if p.is_dir() and not p.is_symlink():
+                    shutil.rmtree(p, ignore_errors=True)
+                else:
+                    p.unlink(missing_ok=True)
+
+    def _driver(self, where: Path, name: str) -> DriverRun:
+        v = self.spec["verify"]
+        out = self.ck.scratch / f"out-{name}"
+        if out.exists():
+            shutil.rmtree(out)
+        out.mkdir()
+        spec = {"workspace": str(where), "out": str(out), "knobs": self.knobs,
+                "config": self.spec["entry"]["config"], "train": self.spec["entry"]["train"],
+                "call": v.get("call", ["cfg"]), "world_size": self.world, "set": v.get("set", {}),
+                "process_group": v.get("process_group_timeout_s"), "probe": v.get("probe"),
+                "secret": self.secret}
+        spec_path = self.ck.scratch / f"spec-{name}.json"
+        spec_path.write_text(json.dumps(spec))
+        self._fresh()
+        res = self.ck.run_driver(DRIVER, str(spec_path), cwd=where, timeout_s=float(v.get("timeout_s", 120)),
+                                 data_limit_mb=self.spec.get("data_mb"))
+        run = DriverRun(res)
+        try:
+            for r in range(max(1, self.world)):
+                p = out / f"rank{r}.json"
+                if p.exists():
+                    rep = json.loads(p.read_text())
+                    if not isinstance(rep, dict):
+                        raise TypeError(f"rank {r} report is not an object")
+                    run.reports[r] = rep
+                if (out / f"rank{r}.pt").exists() and not (p.exists() and run.reports[r].get("error")):
+                    import torch
+
+                    st = torch.load(out / f"rank{r}.pt", weights_only=True)
+                    if not isinstance(st, dict) or not all(isinstance(t, torch.Tensor) for t in st.values()):
+                        raise TypeError(f"rank {r} state is not a dict of tensors")
+                    run.states[r] = st
+        except (*REPORT_ERRORS, RuntimeError, EOFError) as exc:
+            run.unreadable = f"{type(exc).__name__}: {str(exc)[:200]}"
+        shutil.rmtree(out, ignore_errors=True)
+        spec_path.unlink(missing_ok=True)
+        return run
+
+    def reference(self) -> DriverRun:
+        """The reference fix under the same knobs, before any agent code; nothing stays on disk."""
+        where = self.ck.scratch / "reference"
+        shutil.copytree(self.ck.check_dir / "reference", where)
+        try:
+            run = self._driver(where, "reference")
+        finally:
+            shutil.rmtree(where, ignore_errors=True)
+            self._fresh()
+        bad = [r for r in range(max(1, self.world)) if r not in run.reports or run.reports[r].get("error")
+               or run.reports[r].get("tampered")]
+        if bad or run.unreadable or not run.res.ok:
+            raise RuntimeError(f"the reference run failed (knobs {self.knobs}): "
+                               + (run.unreadable or json.dumps(run.reports)[-1500:] or run.res.tail()))
+        self.ck.evidence["reference_s"] = run.res.duration_s
+        return run
+
+    def driver(self, where: Path) -> DriverRun:
+        self.runs += 1
+        return self._driver(where, f"agent{self.runs}")
+
+    def command(self, where: Path) -> ChildResult:
+        """The repo's own command, started as the agent's own runs start it (see Check.run_as_agent)."""
+        self._fresh()
+        return self.ck.run_as_agent(self.spec["run_command"], cwd=where,
+                                    timeout_s=float(self.spec["verify"].get("run_timeout_s", 120)),
+                                    limit_s=float(self.spec.get("timeout_s", 60)),
+                                    data_limit_mb=self.spec.get("data_mb"))
+
+    def production(self) -> Path:
+        """A fresh copy of the submitted workspace at the production directory (nothing else in
+        /srv). Where /srv is not the sandbox's own (local mode, tools/dev_check.py) the host names
+        a stand-in root in ``SANDBOX_PRODUCTION_ROOT``."""
+        rel = Path(self.spec["verify"]["production_dir"]).relative_to("/")
+        root = Path(os.environ.get("SANDBOX_PRODUCTION_ROOT", "/"))
+        top, prod = root / rel.parts[0], root / rel
+        for p in top.iterdir() if top.is_dir() else ():
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                p.unlink(missing_ok=True)
+        shutil.copytree(self.pristine, prod, symlinks=True)
+        if self.ck.child_uid is not None:
+            uid = self.ck.child_uid
+            for d in prod.relative_to(top).parents:
+                os.chown(top / d, uid, uid)
+            for dirpath, dirnames, filenames in os.walk(prod):
+                for n in [dirpath, *(os.path.join(dirpath, x) for x in dirnames + filenames)]:
+                    os.chown(n, uid, uid, follow_symlinks=False)
+        return prod
+
+    def standard(self, judge: Any = None, *, what: str) -> None:
+        """The kit's whole verification, in order, stopping at the first failure: the reference
+        run; ``python train.py`` from the workspace; the driver with the drawn knobs from the
+        production dir (its report, ``judge(self, run, ref)`` for the task's own requirements,
+        replicas vs rank 0, results and trained states vs the reference); ``python train.py``
+        from the production dir."""
+        ck = self.ck
+        ref = self.reference()
+        if not self.require_run(self.command(ck.workspace), "`python train.py` (the repo's defaults) "
+                                "in the workspace"):
+            return
+        prod = self.production()
+        run = self.driver(prod)
+        if not self.require_report(run, what):
+            return
+        if judge is not None and not judge(self, run, ref):
+            return
+        if self.world > 1:
+            diffs = replica_diffs(run.states)
+            tol = float(self.spec["verify"].get("replica_atol", 1e-6))
+            ck.evidence["replica_max_abs_diff"] = {str(r): d for r, d in diffs.items()}
+            bad = {r: d for r, d in diffs.items() if not d <= tol}
+            if bad:
+                r, d = max(bad.items(), key=lambda kv: kv[1])
+                ck.fail(f"replicas diverged: after training the parameters of rank {r} differ from rank "
+                        f"0's by up to {d:.3g} (tolerance {tol:g}): every rank must apply the same "
+                        "averaged gradients")
+                return
+        if not self.compare(run, ref, what):
+            return
+        ck.note(f"{what}: results and trained parameters equal the reference fix's run under the "
+                "same knobs")
+        if self.require_run(self.command(prod), f"`python train.py` in {prod}"):
+            ck.note(f"`python train.py` exits 0 in the workspace and in {prod}")
+
+    # -- judging ------------------------------------------------------------------------------
+    def require_run(self, res: ChildResult, what: str) -> bool:
+        """Exit 0 within the limit; else fail with what happened (timeout, OOM, exit code)."""
+        self.ck.evidence.setdefault("runs", {})[what] = {
+            "rc": res.returncode, "s": res.duration_s, "peak_rss_mb": res.peak_rss_mb}
+        if res.ok:
+            return True
+        line = exception_line(res.output) if not res.timed_out and re.search(
+            r"^[\w.]+(Error|Exception|Exit|Unsupported)\b", res.output, re.M) else ""
+        if line:
+            self.ck.evidence.setdefault("errors", {})[what] = line
+            what = f"{what} (error: {line})"
+        return self.ck.require_clean_exit(res, what)
+
+    def require_report(self, run: DriverRun, what: str) -> bool:
+        """Every rank reported, untampered, without error; else fail saying why."""
+        ck = self.ck
+        if run.unreadable:
+            ck.fail(f"{what} left an unreadable report ({run.unreadable}): the driver's result files "
+                    f"were overwritten or cut short by the code under test; last output:\n{run.res.tail()}")
+            return False
+        tampered = sorted({t for rep in run.reports.values() for t in rep.get("tampered") or []})
+        if tampered:
+            ck.evidence["tampered"] = tampered[:20]
+            ck.fail("workspace code replaced torch (or standard library) functions the verification relies "
+                    f"on: {', '.join(tampered[:8])}; monkeypatching is not a fix")
+            return False
+        errors = {r: rep["error"] for r, rep in run.reports.items() if rep.get("error")}
+        if errors:
+            tb = errors[min(errors)]
+            ck.evidence["rank_errors"] = {str(k): v[-700:] for k, v in errors.items()}
+            ck.fail(f"{what} raised on rank{'s' if len(errors) > 1 else ''} {sorted(errors)}: "
+                    f"{exception_line(tb)}", ck.child_outcome(run.res))
+            return False
+        if not self.require_run(run.res, what):
+            return False
+        missing = [r for r in range(max(1, self.world)) if r not in run.reports]
+        if missing:
+            ck.fail(f"{what} exited without a result from rank(s) {missing}: the process ended before "
+                    f"the training function returned; last output:\n{run.res.tail()}")
+            return False
+        return True
+
+    def compare(self, got: DriverRun, ref: DriverRun, what: str) -> bool:
+        """Results and trained states of every rank equal the reference's, within the tolerances."""
+        v = self.spec["verify"]
+        atol, rtol = float(v.get("atol", 1e-5)), float(v.get("rtol", 1e-4))
+        bad: list[str] = []
+        for r, want in ref.results().items():
+            diffs = compare_tree(got.reports[r].get("result"), want, atol, rtol,
+                                 ignore=tuple(v.get("ignore", ())))
+            bad += [f"rank {r} {d}" if self.world else d for d in diffs]
+        for r, want in ref.states.items():
+            p_atol = atol if v.get("param_atol") is None else float(v["param_atol"])
+            p_rtol = rtol if v.get("param_rtol") is None else float(v["param_rtol"])
+            diffs = compare_states(got.states.get(r, {}), want, p_atol, p_rtol)
+            bad += [f"rank {r} parameter {d}" if self.world else f"parameter {d}" for d in diffs]
+        if bad:
+            self.ck.evidence["differences"] = bad[:30]
+            self.ck.fail(f"{what}: {len(bad)} result(s) differ from the reference fix's run under the same "
+                         f"knobs ({knob_text(self.knobs)}): " + "; ".join(bad[:6]))
+            return False
+        return True
+
+
+def exception_line(tb: str) -> str:
+    """The exception line of a formatted traceback (plus the parameter lines DDP adds)."""
+    lines = tb.strip().splitlines()
+    pat = re.compile(r"^[\w.]+(Error|Exception|Exit|Interrupt|Unsupported)\b")
+    head = next((ln for ln in reversed(lines) if pat.match(ln)), lines[-1] if lines else "")
+    extra = [ln.strip() for ln in lines if ln.startswith(("Parameter indices", "Parameters which"))]
+    return " | ".join([head[:420], *extra[:2]])
+
+
+def knob_text(knobs: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in knobs.items())

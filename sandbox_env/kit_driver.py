@@ -1,0 +1,190 @@
+"""The kit's generic check driver: run a workspace's training entry point with drawn knobs.
+
+Usage: ``python kit_driver.py SPEC.json`` (in a child of the check, never in the check itself).
+SPEC names the workspace, the task's entry points (``config = "module:Class"``, ``train =
+"module:function"``), the knobs, how ``train`` is called (``call``: a list of ``cfg``, ``rank``,
+``world_size``), the world size (0: one process; N: N gloo ranks on a free port), whether the
+driver opens the process group itself (with the check's timeout), the config fields it sets
+(``set``; ``"$port"`` is the free port) and an optional probe module of the task (``probe``:
+``install(ctx)`` before agent code is imported, ``report(ctx) -> dict`` after ``train``).
+
+Each rank, before importing agent code, takes the kit's ``TamperGuard`` snapshot and starts
+watching; then it builds ``dataclasses.replace(Config(), **knobs, **set)``, calls ``train``,
+and writes ``rank{r}.json`` (the return value as a tree of numbers, the paths of returned
+tensors still attached to an autograd graph, the probe's report, the guard's findings, the
+error) and ``rank{r}.pt`` (the state_dict of every module in the return value, full tensors).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import importlib.util
+import json
+import math
+import os
+import socket
+import sys
+import time
+import traceback
+from typing import Any
+
+import torch
+from tamper_guard import TamperGuard  # type: ignore[import-not-found]  # beside this file
+
+_save = torch.save
+_Tensor = torch.Tensor
+_Module = torch.nn.Module
+_dumps = json.dumps
+
+
+def summarize(value: Any, path: str, ctx: dict[str, Any]) -> Any:
+    """The return value of ``train`` as JSON: numbers, lists and dicts; modules set aside."""
+    if isinstance(value, _Module):
+        ctx["modules"].append((path, value))
+        return "<module>"
+    if isinstance(value, _Tensor):
+        if value.requires_grad:
+            ctx["attached"].append(path)
+        flat = value.detach().reshape(-1).double()
+        vals = [_num(float(v)) for v in flat[:4096].tolist()]
+        return vals[0] if value.dim() == 0 and vals else vals
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): summarize(v, f"{path}.{k}" if path else str(k), ctx) for k, v in list(value.items())}
+    if isinstance(value, (list, tuple)):
+        return [summarize(v, f"{path}.{i}" if path else str(i), ctx) for i, v in enumerate(list(value))]
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)):
+        return _num(value)
+    return f"<{type(value).__name__}>"
+
+
+def _num(x: float | int) -> float | int | str:
+    if isinstance(x, float) and not math.isfinite(x):
+        return repr(x)
+    return x
+
+
+def _state(module: Any) -> dict[str, Any]:
+    out = {}
+    for k, t in _Module.state_dict(module).items():
+        full = t.full_tensor() if hasattr(t, "full_tensor") else t  # a DTensor (FSDP2): all ranks take part
+        out[k] = full.detach().clone().contiguous()
+    return out
+
+
+def _load(target: str) -> Any:
+    mod, _, attr = target.partition(":")
+    return getattr(importlib.import_module(mod), attr)
+
+
+def run_rank(rank: int | None, world: int, spec: dict[str, Any]) -> int:
+    """One rank (or the single process): returns the exit code."""
+    ctx: dict[str, Any] = {"rank": rank, "world_size": world, "spec": spec, "modules": [],
+                           "attached": []}
+    probe = None
+    if spec.get("probe"):
+        here = os.path.dirname(os.path.abspath(__file__))
+        loader = importlib.util.spec_from_file_location("check_probe", os.path.join(here, spec["probe"]))
+        assert loader is not None and loader.loader is not None
+        probe = importlib.util.module_from_spec(loader)
+        loader.loader.exec_module(probe)
+        probe.install(ctx)
+    guard = TamperGuard()
+    guard.watch()
+    report: dict[str, Any] = {"rank": rank, "error": None, "tampered": []}
+    out = spec["out"]
+    ws = spec["workspace"]
+    os.chdir(ws)
+    sys.path.insert(0, ws)
+    opened = False
+    try:
+        config_cls = _load(spec["config"])
+        train = _load(spec["train"])
+        fields = {f.name for f in dataclasses.fields(config_cls)}
+        values = {**spec["knobs"], **spec.get("set", {})}
+        values = {k: (spec["port"] if v == "$port" else v) for k, v in values.items()}
+        missing = sorted(set(values) - fields)
+        if missing:
+            raise RuntimeError(f"the config class has no field(s) {missing}")
+        cfg = dataclasses.replace(config_cls(), **values)
+        ctx["cfg"] = cfg
+        if spec.get("process_group") and rank is not None:
+            from datetime import timedelta
+
+            import torch.distributed as dist
+
+            dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{spec['port']}", rank=rank,
+                                    world_size=world, timeout=timedelta(seconds=spec["process_group"]))
+            opened = True
+        args = {"cfg": cfg, "rank": rank, "world_size": world}
+        start = time.monotonic()
+        result = train(*[args[a] for a in spec["call"]])
+        report["train_s"] = round(time.monotonic() - start, 3)
+        ctx["result"] = result
+        report["result"] = summarize(result, "", ctx)
+        report["attached"] = list(ctx["attached"])
+        if probe is not None and hasattr(probe, "report"):
+            report["probe"] = probe.report(ctx)
+        states = {}
+        for path, module in ctx["modules"][:1]:
+            inner = getattr(module, "module", module)  # DDP wraps its module
+            states = _state(inner if isinstance(inner, _Module) else module)
+            report["state_of"] = path
+        _save(states, os.path.join(out, f"rank{rank or 0}.pt"))
+    except BaseException as exc:
+        report["error"] = "".join(traceback.format_exception(exc))[-3000:]
+    report["tampered"] = guard.check()
+    path = os.path.join(out, f"rank{rank or 0}.json")
+    with open(path + ".tmp", "w") as fh:
+        fh.write(_dumps(report))
+    os.replace(path + ".tmp", path)
+    if opened:
+        import torch.distributed as dist
+
+        if dist.is_initialized():
+            dist.destroy_process_group()
+    if world:
+        time.sleep(0.5)  # gloo's threads release their work objects before exit
+    return 3 if report["error"] or report["tampered"] else 0
+
+
+def _spawned(rank: int, world: int, spec: dict[str, Any]) -> None:
+    code = run_rank(rank, world, spec)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # agent atexit handlers do not get the last word on the exit status
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def main() -> int:
+    with open(sys.argv[1]) as fh:
+        spec = json.load(fh)
+    del sys.argv[1:]
+    world = int(spec.get("world_size") or 0)
+    if not world:
+        code = run_rank(None, 0, spec)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    spec["port"] = _free_port()
+    import torch.multiprocessing as mp
+
+    try:
+        mp.spawn(_spawned, args=(world, spec), nprocs=world, join=True)
+    except Exception as exc:  # a rank failed: its report says how
+        print(f"kit_driver: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

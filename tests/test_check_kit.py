@@ -1,0 +1,228 @@
+"""The kit's verifiers with real torch and real processes: knob drawing, result and state
+comparison, the tamper guard, the generic driver (one process and two gloo ranks), the
+reference run that leaves nothing on disk, the production copy, and the agent environment
+a check passes on."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from sandbox_env import check_kit
+from sandbox_env.check_kit import Verification, compare_tree, draw_knobs, replica_diffs
+from sandbox_env.check_runtime import Check, kit_files
+from sandbox_env.child_process import run_child
+
+torch = pytest.importorskip("torch")
+KIT = Path(check_kit.__file__).parent
+
+
+def test_knobs_are_drawn_fresh_from_the_choices() -> None:
+    choices = {"seed": list(range(100, 132)), "lr": [0.1, 0.2]}
+    draws = [draw_knobs(choices) for _ in range(40)]
+    assert all(d["seed"] in choices["seed"] and d["lr"] in choices["lr"] for d in draws)
+    assert len({d["seed"] for d in draws}) > 10  # os.urandom, not a fixed seed
+
+
+def test_compare_tree_reports_every_difference_beyond_tolerance() -> None:
+    want = {"losses": [1.0, 2.0], "steps": 2, "name": "x", "h": [{"v": 0.5}]}
+    assert compare_tree(want, want, 1e-6, 0) == []
+    assert compare_tree({**want, "losses": [1.0, 2.0 + 1e-7]}, want, 1e-6, 0) == []
+    got = {"losses": [1.0, 2.1], "steps": 3, "name": "y", "h": []}
+    diffs = compare_tree(got, want, 1e-3, 0)
+    assert len(diffs) == 4 and diffs[0].startswith("losses.1: got 2.1")
+    nan = compare_tree({"losses": "nan"}, {"losses": [1.0]}, 1, 1)
+    assert nan == ["losses: got 'nan' values, expected 1"]
+    assert compare_tree({}, want, 1, 1)[0] == "result.losses: missing"
+    assert compare_tree({**want, "steps": 9}, want, 0, 0, ignore=("steps",)) == []
+
+
+def test_replica_diffs() -> None:
+    a = {"w": torch.ones(3)}
+    assert replica_diffs({0: a, 1: {"w": torch.ones(3)}}) == {1: 0.0}
+    assert replica_diffs({0: a, 1: {"w": torch.ones(3) * 2}}) == {1: 1.0}
+    assert replica_diffs({0: a, 1: {"v": torch.ones(3)}}) == {1: float("inf")}
+
+
+GUARD = """
+import sys, torch
+sys.path.insert(0, {kit!r})
+from tamper_guard import TamperGuard
+g = TamperGuard(); g.watch()
+{body}
+print("FOUND", sorted(g.check()))
+"""
+
+
+def guard_finds(body: str) -> list[str]:
+    code = GUARD.format(kit=str(KIT), body=textwrap.dedent(body))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         check=True)
+    line = next(ln for ln in out.stdout.splitlines() if ln.startswith("FOUND"))
+    return eval(line.removeprefix("FOUND "))
+
+
+def test_tamper_guard_is_quiet_on_ordinary_training() -> None:
+    assert guard_finds("""
+        m = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.GELU(), torch.nn.LayerNorm(4))
+        for opt in (torch.optim.SGD(m.parameters(), lr=0.1), torch.optim.AdamW(m.parameters())):
+            for _ in range(3):
+                opt.zero_grad(); m(torch.randn(2, 4)).sum().backward(); opt.step()
+        with torch.no_grad():
+            m(torch.randn(2, 4))
+        import torch.distributed, torch._dynamo
+        torch.compile(m, backend="eager")(torch.randn(2, 4))
+    """) == []
+
+
+@pytest.mark.parametrize(("patch", "expect"), [
+    ("torch.Tensor.__iadd__ = lambda s, o: s.add(o.detach())", "torch.Tensor.__iadd__ (added)"),  # C base's
+    # classes the old per-driver lists never named
+    ("torch.nn.LayerNorm.forward = lambda s, x: x", "torch.nn.modules.normalization.LayerNorm.forward"),
+    ("torch.nn.Linear.__call__ = torch.nn.Module.__call__",
+     "torch.nn.modules.linear.Linear.__call__ (added)"),
+    ("torch.optim.AdamW.zero_grad = lambda s, set_to_none=True: None",
+     "torch.optim.adamw.AdamW.zero_grad (added)"),
+    # a function changed in place keeps its identity
+    ("from torch.nn.parallel import DistributedDataParallel as D; d = list(D.__init__.__defaults__); "
+     "d[-3] = not d[-3]; D.__init__.__defaults__ = tuple(d)",
+     "torch.nn.parallel.distributed.DistributedDataParallel.__init__ (code or defaults changed)"),
+    ("import torch.nn.functional as F; F.cross_entropy = F.nll_loss", "torch.nn.functional.cross_entropy"),
+    ("torch.save = lambda *a, **k: None", "torch.save"),
+    ("import json; json.dumps = lambda *a, **k: '{}'", "json.dumps"),
+    ("import torch.distributed as d; d.all_reduce = lambda *a, **k: None", "torch.distributed.all_reduce"),
+])
+def test_tamper_guard_catches_a_global_patch(patch: str, expect: str) -> None:
+    assert expect in guard_finds(patch)
+
+
+def test_tamper_guard_catches_a_patch_undone_before_the_end() -> None:
+    found = guard_finds("""
+        import time
+        old = torch.Tensor.item
+        torch.Tensor.item = lambda s: 0.0
+        m = torch.nn.Linear(2, 2); time.sleep(0.1); m(torch.randn(1, 2))  # a forward while patched
+        torch.Tensor.item = old
+    """)
+    assert found == ["torch.Tensor.item (added)"]  # item lives on the C base class
+    assert guard_finds("""
+        import torch.nn.modules.module as mm
+        mm._global_forward_pre_hooks.clear()
+    """) == ["the verification's hooks (removed)"]
+
+
+WORKSPACE = {
+    "config.py": ("from dataclasses import dataclass\n\n@dataclass\nclass Config:\n"
+                  "    seed: int = 0\n    steps: int = 3\n"),
+    "train.py": textwrap.dedent("""
+        import torch
+        def train(cfg, rank=None, world_size=None):
+            torch.manual_seed(cfg.seed)
+            m = torch.nn.Linear(3, 1)
+            opt = torch.optim.SGD(m.parameters(), lr=0.1)
+            losses = []
+            for _ in range(cfg.steps):
+                loss = m(torch.randn(4, 3)).pow(2).mean()
+                opt.zero_grad(); loss.backward()
+                if world_size:
+                    import torch.distributed as dist
+                    for p in m.parameters():
+                        dist.all_reduce(p.grad); p.grad /= world_size
+                opt.step(); losses.append(loss.item())
+            return {"losses": losses, "last": loss, "model": m}
+    """),
+}
+
+
+def check_dir(tmp: Path, verify: dict, entry_train: str = "train:train") -> Path:
+    d = tmp / "checks"
+    (d / "reference").mkdir(parents=True)
+    for name, data in kit_files().items():
+        (d / name).write_bytes(data)
+    for name, text in WORKSPACE.items():
+        (d / "reference" / name).write_text(text)
+    spec = {"task": "t", "run_command": "python train.py", "timeout_s": 30, "data_mb": None,
+            "entry": {"config": "config:Config", "train": entry_train},
+            "verify": {"production_dir": "/srv/job", "timeout_s": 90, "run_timeout_s": 30, **verify}}
+    (d / "verify.json").write_text(json.dumps(spec))
+    return d
+
+
+def make_check(tmp: Path, verify: dict, files: dict[str, str] | None = None) -> Check:
+    ws = tmp / "ws"
+    ws.mkdir()
+    for name, text in (files or WORKSPACE).items():
+        (ws / name).write_text(text)
+    scratch = tmp / "scratch"
+    scratch.mkdir()
+    return Check(ws, check_dir(tmp, verify), scratch)
+
+
+def test_reference_and_agent_runs_through_the_driver(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SANDBOX_PRODUCTION_ROOT", str(tmp_path / "prod"))
+    (tmp_path / "prod").mkdir()
+    ck = make_check(tmp_path, {"knobs": {"seed": [5, 6], "steps": [4]}})
+    v = Verification(ck)
+    ref = v.reference()
+    assert not (ck.scratch / "reference").exists()  # the reference's code and results are gone
+    assert not any(p.name.startswith("out-") for p in ck.scratch.iterdir())
+    assert ref.reports[0]["attached"] == ["last"] and len(ref.reports[0]["result"]["losses"]) == 4
+    assert set(ref.states[0]) == {"weight", "bias"}
+    prod = v.production()
+    assert prod == tmp_path / "prod" / "srv" / "job" and (prod / "train.py").exists()
+    run = v.driver(prod)
+    assert v.require_report(run, "fit") and v.compare(run, ref, "fit"), ck.reasons
+    # another seed than the reference's: the results differ and the comparison says where
+    v.knobs = {**v.knobs, "seed": 7}
+    other = v.driver(prod)
+    assert not v.compare(other, ref, "fit") and "differ from the reference" in ck.reasons[-1]
+
+
+def test_driver_reports_a_patched_torch_and_an_error(tmp_path: Path) -> None:
+    files = {**WORKSPACE, "train.py": "import torch\ntorch.Tensor.backward = lambda *a, **k: None\n"
+             + WORKSPACE["train.py"]}
+    ck = make_check(tmp_path, {"knobs": {"seed": [1]}}, files)
+    v = Verification(ck)
+    run = v.driver(ck.workspace)
+    assert "torch.Tensor.backward" in run.reports[0]["tampered"]
+    assert not v.require_report(run, "fit") and "monkeypatching is not a fix" in ck.reasons[-1]
+    (ck.workspace / "train.py").write_text("raise SystemExit(0)\n")
+    ck.reasons.clear()
+    ck.outcome = None
+    assert not v.require_report(v.driver(ck.workspace), "fit") and "SystemExit" in ck.reasons[-1]
+
+
+def test_driver_on_two_gloo_ranks(tmp_path: Path) -> None:
+    ck = make_check(tmp_path, {"knobs": {"seed": [3]}, "world_size": 2, "call": ["cfg", "rank", "world_size"],
+                               "process_group_timeout_s": 10})
+    v = Verification(ck)
+    run = v.driver(ck.workspace)
+    assert v.require_report(run, "fit"), ck.reasons
+    assert set(run.reports) == {0, 1} and replica_diffs(run.states) == {1: 0.0}
+
+
+def test_separate_stderr_is_captured_too(tmp_path: Path) -> None:
+    code = ("import os,sys; print('out'); print('err', file=sys.stderr); "
+            "print(os.path.samefile('/proc/self/fd/1', '/proc/self/fd/2'))")
+    res = run_child([sys.executable, "-c", code], cwd=tmp_path, env={"PATH": os.environ["PATH"]},
+                    timeout_s=20, separate_stderr=True)
+    assert "out" in res.output and "err" in res.output and "False" in res.output
+
+
+def test_children_inherit_the_agent_environment_when_the_host_says_so(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ck = Check(tmp_path, tmp_path, tmp_path)
+    code = "import json, os; print(json.dumps(dict(os.environ)))"
+    monkeypatch.setenv("SANDBOX_CHILD_ENV", "inherit")
+    monkeypatch.setenv("AGENT_VISIBLE", "1")
+    env = json.loads(ck.run(["python", "-c", code], timeout_s=20).output)
+    assert env == {k: v for k, v in os.environ.items() if not k.startswith("SANDBOX_")}
+    monkeypatch.delenv("SANDBOX_CHILD_ENV")
+    env = json.loads(ck.run(["python", "-c", code], timeout_s=20).output)
+    assert "AGENT_VISIBLE" not in env and env["PYTHONHASHSEED"] == "0"  # local mode: the minimal env

@@ -15,7 +15,7 @@ Starts its own local Ray cluster (loopback, each node `ray start --block` in its
    (one Python process dispatching every call) is the limit; where the machine is full, the
    nodes share its cores and adding nodes on it cannot help.
 
-    python bench/ray_dispatch.py [--rounds 5] [--nodes 1,2,4] [--seeds 12] [--json FILE]
+    python bench/ray_dispatch.py [--rounds 5] [--nodes 1,2,4] [--seeds 50] [--json FILE]
 """
 
 from __future__ import annotations
@@ -204,7 +204,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=5, help="dispatch rounds (every request of every task)")
     ap.add_argument("--nodes", default="1,2,4", help="cluster sizes for the throughput part")
-    ap.add_argument("--seeds", type=int, default=12, help="seeds per task in each throughput eval")
+    ap.add_argument("--seeds", type=int, default=50, help="seeds per task in each throughput eval")
     ap.add_argument("--json", type=Path, help="also write the figures here")
     a = ap.parse_args()
     sizes = sorted({int(n) for n in a.nodes.split(",")})

@@ -27,6 +27,7 @@ import math
 import os
 import re
 import secrets
+import shlex
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -169,8 +170,13 @@ class Verification:
         spec_path = self.ck.scratch / f"spec-{name}.json"
         spec_path.write_text(json.dumps(spec))
         self._fresh()
-        res = self.ck.run_driver(DRIVER, str(spec_path), cwd=where, timeout_s=float(v.get("timeout_s", 120)),
-                                 data_limit_mb=self.spec.get("data_mb"))
+        driver = (self.ck.driver_dir or self.ck.check_dir) / DRIVER
+        # started as the agent's own runs start python (shell, time limit, data cap): only the
+        # script, its argument and what it imports before agent code differ
+        res = self.ck.run_as_agent(f"python {shlex.quote(str(driver))} {shlex.quote(str(spec_path))}",
+                                   cwd=where, timeout_s=float(v.get("timeout_s", 120)),
+                                   limit_s=float(v.get("timeout_s", 120)),
+                                   data_limit_mb=self.spec.get("data_mb"))
         run = DriverRun(res)
         try:
             for r in range(max(1, self.world)):

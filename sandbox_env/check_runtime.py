@@ -111,7 +111,10 @@ class Check:
                 argv = ["timeout", "-s", "KILL", str(int(limit_s)), *argv]
         else:
             argv = shlex.split(command)
-        return self.run(argv, cwd=cwd, timeout_s=timeout_s, data_limit_mb=data_limit_mb)
+        res = self.run(argv, cwd=cwd, timeout_s=max(timeout_s, limit_s + 5), data_limit_mb=data_limit_mb)
+        if argv[0] == "timeout" and res.returncode == 137 and res.duration_s >= limit_s - 0.5:
+            res.returncode, res.timed_out = None, True  # `timeout -s KILL` fired: the run's time limit
+        return res
 
     def _hand_scratch_to_child(self) -> None:
         """Let children write where the check prepared files for them (the check runs as root)."""
@@ -172,6 +175,11 @@ class Check:
             "evidence": self.evidence,
         }
 
+    def _copy_drivers(self, dest: Path) -> None:
+        """Readable copies of the check's ``*.py`` for children (``hidden`` keeps only the drivers)."""
+        _copy_drivers_into(self.check_dir, dest)
+        self.driver_dir = dest
+
     # -- entry point ------------------------------------------------------------------
     @staticmethod
     def main(body: Callable[[Check], None]) -> None:
@@ -188,6 +196,8 @@ class Check:
         uid = os.environ.get("SANDBOX_CHILD_UID")
         if uid and os.geteuid() == 0:
             ck._split_for_child(int(uid))
+        else:  # children still get their drivers from a copy (process mode binds no /checks)
+            ck._copy_drivers(scratch / "bin")
         try:
             body(ck)
             verdict = ck.verdict()
@@ -212,15 +222,18 @@ class Check:
         self.scratch = root / "home"
         self.scratch.mkdir()
         os.chown(self.scratch, uid, uid)
-        self.driver_dir = root / "bin"
-        self.driver_dir.mkdir()
-        for src in self.check_dir.glob("*.py"):
-            (self.driver_dir / src.name).write_bytes(src.read_bytes())
-            os.chmod(self.driver_dir / src.name, 0o644)
+        self._copy_drivers(root / "bin")
         os.chmod(root, 0o755)
         os.chmod(self.driver_dir, 0o755)
         if root.parent == self.check_dir:  # children pass through the root-only check dir
             os.chmod(self.check_dir, 0o711)
+
+
+def _copy_drivers_into(check_dir: Path, dest: Path) -> None:
+    dest.mkdir()
+    for src in check_dir.glob("*.py"):
+        (dest / src.name).write_bytes(src.read_bytes())
+        os.chmod(dest / src.name, 0o644)
 
 
 def _scratch_dir(where: str | None = None) -> Path:

@@ -118,12 +118,14 @@ def run_child(argv: list[str], *, cwd: Path, env: dict[str, str], timeout_s: flo
     """Run ``argv`` in a new session; on timeout its whole process group is killed.
 
     Output (stdout + stderr) is drained while it runs and capped, head and tail kept; peak
-    RSS comes from ``wait4``. ``uid`` runs the child as that user (the caller is root).
+    RSS comes from ``wait4``. ``uid`` runs the child as that user and group, with that group as
+its supplementary group (the caller is root).
     ``separate_stderr``: stderr is a pipe of its own (as in a ``docker exec``), drained into
     the same capture.
     """
     argv = with_data_limit(argv, data_limit_mb)
-    drop: dict[str, Any] = {} if uid is None else {"user": uid, "group": uid, "extra_groups": []}
+    # as a login gets it: the user's own group as its one supplementary group
+    drop: dict[str, Any] = {} if uid is None else {"user": uid, "group": uid, "extra_groups": [uid]}
     start = time.monotonic()
     proc = subprocess.Popen(
         argv,

@@ -23,14 +23,24 @@ import importlib.util
 import json
 import math
 import os
+import shutil
 import socket
 import sys
 import time
 import traceback
 from typing import Any
 
-import torch
-from tamper_guard import TamperGuard  # type: ignore[import-not-found]  # beside this file
+
+def _listing(dirs: list[str]) -> dict[str, set[str]]:
+    return {d: set(os.listdir(d)) for d in dirs if os.path.isdir(d)}
+
+
+# what the driver's own imports leave in TMPDIR / HOME (torch's cache dirs) is removed before
+# agent code runs, so those dirs look as in the agent's own runs
+_BEFORE = _listing(sorted({os.environ.get("TMPDIR", "/tmp"), os.path.expanduser("~")}))
+
+import torch  # noqa: E402
+from tamper_guard import TamperGuard  # type: ignore[import-not-found]  # noqa: E402  (beside this file)
 
 _save = torch.save
 _Tensor = torch.Tensor
@@ -95,6 +105,10 @@ def run_rank(rank: int | None, world: int, spec: dict[str, Any]) -> int:
         probe.install(ctx)
     guard = TamperGuard()
     guard.watch()
+    for d, names in _BEFORE.items():
+        for name in set(os.listdir(d)) - names:
+            path = os.path.join(d, name)
+            shutil.rmtree(path, ignore_errors=True) if os.path.isdir(path) else os.unlink(path)
     report: dict[str, Any] = {"rank": rank, "error": None, "tampered": []}
     out = spec["out"]
     ws = spec["workspace"]

@@ -274,3 +274,16 @@ def test_collectives_reached_by_one_rank_only_show_as_a_difference() -> None:
     an = Analysis({"train.py": even}, record_key="loss", count_key="n")
     [(r0, r1)] = rank_runs(an, an.modules["train"], an.funcs[("f", "train")][0][0])
     assert r0.seq == r1.seq == ["all_reduce", "barrier"]
+
+
+# ---------------------------------------------------------------- folding
+def test_constant_folding_of_operators_and_comparison_chains() -> None:
+    from sandbox_env.analysis import folding
+
+    assert folding.binary(ast.Mod(), 7, 3) == 1 and folding.binary(ast.Pow(), 2, 10) == 1024
+    assert folding.binary(ast.Div(), 1, 0) is folding.NO_VALUE
+    assert folding.binary(ast.Pow(), 10, 10**9) is folding.NO_VALUE  # not folded: too large
+    assert folding.unary(ast.Not(), 0) is True and folding.unary(ast.USub(), "x") is folding.NO_VALUE
+    assert folding.compare([ast.Lt(), ast.LtE()], [1, 2, 2]) is True
+    assert folding.compare([ast.In()], ["a", ("a", "b")]) is True
+    assert folding.compare([ast.Lt()], [1, "a"]) is folding.NO_VALUE

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from . import UNSURE
+from . import UNSURE, folding
 from .workspace import Module, parse
 
 WORKSPACE_DIR = "/workspace"
@@ -193,13 +193,12 @@ class _Eval:
 
 
 def _compare(op: ast.cmpop, a: object, b: object) -> bool:
-    if isinstance(op, (ast.In, ast.NotIn)) and isinstance(b, str) and isinstance(a, str):
-        return (a in b) == isinstance(op, ast.In)
-    table = {ast.Eq: lambda: a == b, ast.NotEq: lambda: a != b, ast.Is: lambda: a is b,
-             ast.IsNot: lambda: a is not b}
-    if type(op) not in table:
+    if isinstance(b, PurePosixPath) and isinstance(op, (ast.In, ast.NotIn)):
         raise _Unknown("comparison")
-    return bool(table[type(op)]())
+    v = folding.compare([op], [a, b])
+    if v is folding.NO_VALUE:
+        raise _Unknown("comparison")
+    return bool(v)
 
 
 _MISSING = object()

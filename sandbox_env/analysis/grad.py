@@ -13,11 +13,10 @@ backward calls without a graph. Anything on that path it does not understand rai
 """
 
 import ast
-import operator
 from dataclasses import dataclass, field
 from functools import reduce
 
-from . import Unsure
+from . import Unsure, folding
 from .exits import EXIT_CALLS
 
 GT, GE, T = "Gt", "Ge", "T"  # graph of a train-mode / eval-mode forward; tensor or number, no graph
@@ -33,16 +32,10 @@ LOWP = {"float16", "half", "bfloat16"}
 CATCH_ALL = {"RuntimeError", "MemoryError", "Exception", "BaseException", "OutOfMemoryError"}
 
 
-OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-       ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Not: operator.not_, ast.USub: operator.neg}
-
-
 def fold(op, *vals):
     """A constant operation's value (Const), or None."""
-    try:
-        return Const(OPS[type(op)](*vals))
-    except (KeyError, TypeError, ArithmeticError):
-        return None
+    v = folding.binary(op, *vals) if isinstance(op, ast.operator) else folding.unary(op, *vals)
+    return None if v is folding.NO_VALUE else Const(v)
 
 
 def is_graph(v) -> bool:
@@ -279,15 +272,9 @@ class Run:
             return Const(not stop) if None not in vals else None
         if isinstance(node, ast.Compare):
             vals = [self.eval(n, fr) for n in (node.left, *node.comparators)]
-            if all(isinstance(v, Const) for v in vals) and len(vals) == 2:
-                a, b, op = vals[0].value, vals[1].value, node.ops[0]
-                table = {ast.Eq: lambda: a == b, ast.NotEq: lambda: a != b, ast.Is: lambda: a is b,
-                         ast.IsNot: lambda: a is not b, ast.Lt: lambda: a < b, ast.Gt: lambda: a > b,
-                         ast.LtE: lambda: a <= b, ast.GtE: lambda: a >= b}
-                try:
-                    return Const(table[type(op)]())
-                except (KeyError, TypeError):
-                    return None
+            if all(isinstance(v, Const) for v in vals):
+                v = folding.compare(node.ops, [v.value for v in vals])
+                return None if v is folding.NO_VALUE else Const(v)
             if len(vals) == 2 and isinstance(node.ops[0], (ast.Is, ast.IsNot)) and Const(None) in vals:
                 other = vals[1] if vals[0] == Const(None) else vals[0]
                 if isinstance(other, (Obj, Fn, Cls, Mod)) or is_graph(other) or other == T:

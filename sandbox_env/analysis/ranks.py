@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import ast
 import builtins
-import operator
 
+from . import folding
 from .exits import EXIT_CALLS
 from .workspace import Module, parse
 
@@ -422,27 +422,19 @@ def _merge(a: dict, b: dict) -> dict:
     return out
 
 
-_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-        ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Eq: operator.eq, ast.NotEq: operator.ne,
-        ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
-        ast.Is: operator.is_, ast.IsNot: operator.is_not, ast.In: lambda a, b: a in b,
-        ast.NotIn: lambda a, b: a not in b, ast.Not: operator.not_, ast.USub: operator.neg}
-
-
 def _fold(e: ast.expr, vals: list):
     """The value of an operator expression whose operands are known, else _U."""
     if _U in vals or not vals:
         return _U
-    try:
-        if isinstance(e, ast.BinOp):
-            return _OPS[type(e.op)](*vals)
-        if isinstance(e, ast.UnaryOp):
-            return _OPS[type(e.op)](vals[0])
-        if isinstance(e, ast.Compare):
-            return all(_OPS[type(op)](a, b) for op, a, b in zip(e.ops, vals, vals[1:], strict=False))
-    except Exception:  # an operator the analysis does not evaluate, or one that raises
-        pass
-    return _U
+    if isinstance(e, ast.BinOp):
+        v = folding.binary(e.op, *vals)
+    elif isinstance(e, ast.UnaryOp):
+        v = folding.unary(e.op, vals[0])
+    elif isinstance(e, ast.Compare):
+        v = folding.compare(e.ops, vals)
+    else:
+        return _U
+    return _U if v is folding.NO_VALUE else v
 
 
 def _is_property(fn: ast.FunctionDef) -> bool:

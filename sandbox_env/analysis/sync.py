@@ -17,7 +17,7 @@ collectives...) raises ``Unsure``.
 import ast
 from dataclasses import dataclass, replace
 
-from . import Unsure
+from . import Unsure, folding
 from .exits import EXIT_CALLS
 from .workspace import aliases as _aliases
 from .workspace import dotted as _dotted
@@ -222,15 +222,9 @@ class Interp:
             return Val(const=not decisive) if all(v.const is not UNK for v in vals) else _mix(*vals)
         if isinstance(node, ast.Compare):
             vals = [self.ev(x, env) for x in [node.left, *node.comparators]]
-            if len(vals) == 2 and all(v.const is not UNK for v in vals):
-                a, b = vals[0].const, vals[1].const
-                ops = {ast.Eq: lambda: a == b, ast.NotEq: lambda: a != b, ast.Is: lambda: a is b,
-                       ast.IsNot: lambda: a is not b, ast.Gt: lambda: a > b, ast.Lt: lambda: a < b,
-                       ast.GtE: lambda: a >= b, ast.LtE: lambda: a <= b}
-                try:
-                    return Val(const=ops[type(node.ops[0])]())
-                except (KeyError, TypeError):
-                    return N
+            if all(v.const is not UNK for v in vals):
+                v = folding.compare(node.ops, [v.const for v in vals])
+                return N if v is folding.NO_VALUE else Val(const=v)
             return replace(_mix(*vals), grad=False, value=False)
         if isinstance(node, ast.BinOp):
             a, b = self.ev(node.left, env), self.ev(node.right, env)
@@ -239,11 +233,8 @@ class Interp:
                     raise Unsure("schedule test on something other than the step")
                 return Val(const=0 if self.world else 1)
             if a.const is not UNK and b.const is not UNK:
-                try:
-                    return Val(const=eval(compile(ast.Expression(ast.BinOp(
-                        ast.Constant(a.const), node.op, ast.Constant(b.const))), "", "eval")))
-                except Exception:  # folding only
-                    return N
+                v = folding.binary(node.op, a.const, b.const)
+                return N if v is folding.NO_VALUE else Val(const=v)
             if isinstance(node.op, ast.Mult):
                 return self.mult(a, b)
             if isinstance(node.op, (ast.Div, ast.FloorDiv)):

@@ -221,6 +221,10 @@ def test_runtime_patches_of_torch_through_any_alias() -> None:
     assert found == {("torch.distributed", "all_reduce", "function"), ("torch.Tensor", "item", "setattr"),
                      ("torch.nn.functional", "gelu", "lambda"), ("torch", "save", "patch"),
                      ("torch.backends.cudnn", "deterministic", "constant"), ("model", "forward", "function")}
+    aliased = ("import torch\nT = torch.Tensor\nT.item = lambda s: 0.0\n"
+               "getattr(torch, 'nn').Module.__call__ = f\nx = torch.zeros(3)\nx.requires_grad = True\n")
+    found = {(p.base, p.attr) for p in patches(_mods(aliased))}
+    assert found == {("T", "item"), ("getattr(torch, 'nn').Module", "__call__")}
     assert dynamic_code(_mods("exec('x = 1')\n"))
     assert dynamic_code(_mods("import sys\nsys.modules['x'] = 1\n"))
     assert not dynamic_code(_mods("import os\n"))

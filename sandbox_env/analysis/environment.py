@@ -291,7 +291,7 @@ def specialise(files: dict[str, str], env: Environment) -> tuple[dict[str, str],
             for cand in reversed(chain):
                 try:
                     val = ev(cand)
-                except (_Unknown, TypeError, ValueError, IndexError, AttributeError):
+                except Exception:  # folding only: what does not evaluate is not folded
                     continue
                 if isinstance(val, _SCALAR) and val is not _MISSING:
                     best = (cand, val)

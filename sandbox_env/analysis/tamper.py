@@ -25,9 +25,39 @@ class Patch:
 
 
 def _root(node: ast.AST) -> ast.AST:
+    """The name an attribute chain starts from (``getattr(torch, "nn")`` starts from torch)."""
     while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
-        node = node.func if isinstance(node, ast.Call) else node.value
+        if isinstance(node, ast.Call):
+            getattr_call = isinstance(node.func, ast.Name) and node.func.id == "getattr" and node.args
+            node = node.args[0] if getattr_call else node.func
+        else:
+            node = node.value
     return node
+
+
+def _chain(node: ast.AST) -> bool:
+    """An attribute chain (``torch.nn.Module``, ``getattr(torch, "Tensor")``), not a value built
+    by a call (``torch.zeros(3)`` is a tensor, not torch)."""
+    while isinstance(node, (ast.Attribute, ast.Call)):
+        if isinstance(node, ast.Call):
+            if not (isinstance(node.func, ast.Name) and node.func.id == "getattr" and node.args):
+                return False
+            node = node.args[0]
+        else:
+            node = node.value
+    return isinstance(node, ast.Name)
+
+
+def _torch_names(mod: Module, roots: tuple[str, ...]) -> dict[str, str]:
+    """Imported names, plus names the module binds to an object under ``roots``
+    (``T = torch.Tensor``): patching through them patches torch."""
+    names = dict(mod.names)
+    for _ in range(2):
+        for n in ast.walk(mod.tree):
+            if isinstance(n, ast.Assign) and _chain(n.value) and isinstance(r := _root(n.value), ast.Name) \
+                    and names.get(r.id, r.id).split(".")[0] in roots:
+                names.update({t.id: names.get(r.id, r.id) for t in n.targets if isinstance(t, ast.Name)})
+    return names
 
 
 def patches(mods: list[Module], roots: tuple[str, ...] = ("torch",),
@@ -37,6 +67,7 @@ def patches(mods: list[Module], roots: tuple[str, ...] = ("torch",),
     out = []
     for mod in mods:
         local = {n.name for n in ast.walk(mod.tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        names = _torch_names(mod, roots)
         for n in ast.walk(mod.tree):
             targets: list[ast.AST] = []
             value: ast.AST | None = getattr(n, "value", None)
@@ -59,7 +90,7 @@ def patches(mods: list[Module], roots: tuple[str, ...] = ("torch",),
             for t in targets:
                 if isinstance(t, ast.Attribute):
                     root = _root(t.value)
-                    full = mod.names.get(root.id, root.id) if isinstance(root, ast.Name) else ""
+                    full = names.get(root.id, root.id) if isinstance(root, ast.Name) else ""
                     if full.split(".")[0] in roots or t.attr in any_base:
                         out.append(Patch(mod.dotted(t.value) or ast.unparse(t.value), t.attr, mod.path,
                                          getattr(t, "lineno", getattr(n, "lineno", 0)), kind))

@@ -211,8 +211,9 @@ class Verification:
         bad = [r for r in range(max(1, self.world)) if r not in run.reports or run.reports[r].get("error")
                or run.reports[r].get("tampered")]
         if bad or run.unreadable or not run.res.ok:
+            why = run.unreadable or json.dumps(run.reports)[-1500:]
             raise RuntimeError(f"the reference run failed (knobs {self.knobs}, exit {run.res.returncode}): "
-                               + (run.unreadable or json.dumps(run.reports)[-1500:]) + "\n" + run.res.tail(30))
+                               f"{why}\n{run.res.tail(30)}")
         self.ck.evidence["reference_s"] = run.res.duration_s
         return run
 

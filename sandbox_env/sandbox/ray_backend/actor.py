@@ -16,6 +16,7 @@ import os
 import platform
 from pathlib import Path
 
+from ...errors import SandboxUnavailable
 from ...models import Verdict
 from ...tasks import TaskRegistry, TaskSpec
 from ...workspace import Workspace
@@ -70,18 +71,29 @@ class NodeSandbox:
 
 def reap_node(inner: str, owners: list[str] | None) -> int:
     """Remove what the actors of these owner labels left on this node (all of sandbox-env's
-    when None)."""
+    when None). A named inner backend is reaped without a probe first (a loaded engine can miss
+    a quick ping) and a failure is logged and tried once more; ``auto`` reaps every tier that
+    answers, quietly skipping the ones this node does not have."""
     names = [b.name for b in tiers()] if inner == AUTO else [inner]
     n = 0
     for name in names:
-        b = backend(name)
-        ok, _ = b.available()
-        if not ok:
+        try:
+            cls = backend(name).load()
+        except ImportError as exc:
+            if inner != AUTO:
+                log.warning("reap %s on %s: %s", name, platform.node(), exc)
             continue
         for owner in [None] if owners is None else owners:
-            try:
-                n += b.load().cleanup(owner)
-            except Exception as exc:  # one backend's engine gone must not hide the others
-                log.warning("reap %s of %s on %s: %s", name, owner, platform.node(), exc)
+            for attempt in (1, 2):
+                try:
+                    n += cls.cleanup(owner)
+                    break
+                except (SandboxUnavailable, ImportError) as exc:  # this node has no such backend
+                    if inner == AUTO:
+                        break
+                    log.warning("reap %s of %s on %s (attempt %d): %s", name, owner, platform.node(),
+                                attempt, exc)
+                except Exception as exc:  # one backend's engine gone must not hide the others
+                    log.warning("reap %s of %s on %s (attempt %d): %s", name, owner, platform.node(),
+                                attempt, exc)
     return n
-

@@ -134,7 +134,7 @@ class RaySandbox:
             ray.init(address=address, namespace=NAMESPACE, log_to_driver=False,
                      logging_level=logging.ERROR, configure_logging=False)
         try:
-            return sum(ray.get(_reap(ray, inner, owner), timeout=300))
+            return _reap(ray, inner, owner)
         finally:
             # A driver left connected exits by itself once its cluster is gone (Ray's GCS
             # reconnect timeout): never leave the caller's process attached to a cluster.
@@ -302,8 +302,8 @@ class RaySandbox:
             self._kill(n)
         if self._lost:  # the boxes that actors lost to faults left, where a node of their host lives
             try:
-                refs = _reap(ray, self.inner, self.owner, self._lost)
-                ray.wait(refs, num_returns=len(refs), timeout=60)
+                n = _reap(ray, self.inner, self.owner, self._lost, timeout_s=120.0)
+                log.info("ray: reaped %d box(es) of %d lost sandbox actor(s)", n, len(self._lost))
             except Exception as exc:
                 log.warning("ray: reaping after lost sandboxes: %s", exc)
         if self._owns_ray:
@@ -313,27 +313,45 @@ class RaySandbox:
                 pass
 
 
-def _reap(ray: Any, inner: str, owner: str | None, lost: set[str] | None = None) -> list[Any]:
-    """Start one reaper per host with an alive sandbox node, for the owner labels of the
-    nodes that host has had (alive or dead; only those in ``lost`` when given): the sandboxes
-    of a dead node are removed once a node of its host is alive again. Returns the tasks."""
+def _reap(ray: Any, inner: str, owner: str | None, lost: set[str] | None = None,
+          timeout_s: float = 300.0) -> int:
+    """Run one reaper per host with an alive sandbox node, for the owner labels of the nodes
+    that host has had (alive or dead; only those in ``lost`` when given): the sandboxes of a
+    dead node are removed once a node of its host is alive. A reaper that fails (its node
+    died unnoticed, say) is run again on the host's next alive node. Returns what was removed."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     from .actor import node_owner, reap_node
 
     everyone = ray.nodes()
-    hosts: dict[str, str] = {}  # host -> the alive node that reaps it
+    candidates: dict[str, list[str]] = {}  # host -> its alive nodes that can reap it
     for n in everyone:
-        if n.get("Alive") and n.get("Resources", {}).get(SLOT_RESOURCE):
-            hosts.setdefault(n.get("NodeManagerAddress", ""), n["NodeID"])
-    task = ray.remote(reap_node)
-    refs = []
-    for host, reaper in hosts.items():
-        owners = None if owner is None else [
+        if n.get("Alive") and n.get("Resources", {}).get(SLOT_RESOURCE) and n["NodeID"] not in (lost or ()):
+            candidates.setdefault(n.get("NodeManagerAddress", ""), []).append(n["NodeID"])
+    owners: dict[str, list[str] | None] = {}
+    for host in candidates:
+        owners[host] = None if owner is None else [
             node_owner(owner, n["NodeID"]) for n in everyone
             if n.get("NodeManagerAddress", "") == host and (lost is None or n["NodeID"] in lost)]
-        if owners == []:
-            continue
-        refs.append(task.options(num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(
-            reaper, soft=False)).remote(inner, owners))
-    return refs
+    task = ray.remote(reap_node)
+
+    def launch(host: str) -> Any:
+        if not candidates[host]:
+            return None
+        node = candidates[host].pop(0)
+        return task.options(num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(
+            node, soft=False)).remote(inner, owners[host])
+
+    refs = {h: launch(h) for h in candidates if owners[h] != []}
+    deadline = time.monotonic() + timeout_s
+    removed = 0
+    for host, first in refs.items():
+        ref = first
+        while ref is not None:
+            try:
+                removed += ray.get(ref, timeout=max(1.0, min(60.0, deadline - time.monotonic())))
+                break
+            except Exception as exc:
+                log.warning("ray: the reaper of host %s failed (%s); trying another node", host, exc)
+                ref = launch(host) if time.monotonic() < deadline else None
+    return removed

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import ast
 import itertools
+from collections.abc import Callable
 
+from . import UNSURE
+from .environment import worst
 from .workspace import Module
 
 MAX_DRAWS = 24  # more combinations than this: the caller answers UNSURE
@@ -101,3 +104,21 @@ def draws(options: dict[str, list], vary: set[str],
     base = {k: (representative or {}).get(k, v[0]) for k, v in options.items()}
     return [{**base, **dict(zip(keys, combo, strict=True))}
             for combo in itertools.product(*(options[k] for k in keys))]
+
+
+def judge(options: dict[str, list], vary: set[str], label: Callable[[dict[str, object]], str],
+          representative: dict[str, object] | None = None) -> str:
+    """The check's label over its draws: the worst ``label(draw)`` over every combination of the
+    special-cased fields ``vary``. When those are too many, each field alone over its values:
+    a failing label found so is the check's for that draw, but a pass is not established (UNSURE)."""
+    runs = draws(options, vary, representative)
+    exhaustive = runs is not None
+    if runs is None:
+        base = draws(options, set(), representative)[0]
+        runs = [{**base, k: v} for k in sorted(vary) for v in options.get(k, [])]
+    labels = []
+    for d in runs:
+        labels.append(label(d))
+        if labels[-1] not in ("fixed", UNSURE):
+            return labels[-1]  # the first draw that misbehaves decides (as worst() would)
+    return worst(labels) if exhaustive else UNSURE

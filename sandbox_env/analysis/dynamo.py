@@ -16,7 +16,7 @@ import math
 import random
 from collections import ChainMap
 
-from . import UNSURE
+from . import UNSURE, folding
 from .dual import (
     CMP,
     CMPF,
@@ -345,7 +345,8 @@ class Interp:
                     r = compare(CMP[type(op)], left, right)
                 elif type(op) in CMP and all(isinstance(x, (int, float)) for x in (left, right)):
                     r = CMPF[CMP[type(op)]](left, right)
-                else:
+                elif any(isinstance(x, T) for x in (right if isinstance(right, (tuple, list)) else ())) or \
+                        (r := folding.compare([op], [left, right])) is folding.NO_VALUE:
                     raise Unknown("comparison")
                 if len(e.ops) == 1:
                     return r

@@ -25,9 +25,14 @@ from . import UNSURE, folding
 from .workspace import Module, parse
 
 WORKSPACE_DIR = "/workspace"
-# unset in every run the agent or the check starts (the environment contract of verification)
+# unset in every run the agent or the check starts (the environment contract of verification:
+# children start from child_process.child_env, the kit's own SANDBOX_* settings never reach them,
+# mp.spawn launches set no torchrun variables)
 UNSET = re.compile(r"(CI|CONTINUOUS_INTEGRATION|GITHUB_ACTIONS|GRADER\w*|GRADING\w*|PYTEST\w*|WORLD_SIZE"
-                   r"|LOCAL_WORLD_SIZE|LOCAL_RANK|GROUP_RANK|TORCHELASTIC\w*)")
+                   r"|LOCAL_WORLD_SIZE|LOCAL_RANK|GROUP_RANK|TORCHELASTIC\w*|SANDBOX_\w*)")
+# what every sandbox (docker and process mode alike) gives agent code: hostname and uid
+HOST_FACTS = {"socket.gethostname": "localhost", "platform.node": "localhost", "os.getuid": 1000,
+              "os.geteuid": 1000}
 ABSENT_MODULES = {"pytest", "_pytest"}
 READS = {"os.getcwd", "os.getcwdb", "pathlib.Path.cwd", "pathlib.Path.home", "os.environ", "os.getenv",
          "os.environb", "sys.modules", "sys.argv", "sys.orig_argv", "socket.gethostname", "platform.node",
@@ -78,6 +83,7 @@ class _Eval:
     def __init__(self, env: Environment, mod: Module, written: set[str],
                  derived: dict[str, ast.expr]) -> None:
         self.env, self.mod, self.written, self.derived = env, mod, written, derived
+        self.bound: dict[str, object] = {}  # the variable of an any() / all() generator
 
     def path(self, p: object) -> PurePosixPath:
         p = PurePosixPath(str(p))
@@ -94,8 +100,12 @@ class _Eval:
             return node.value
         if isinstance(node, ast.Name) and node.id == "__file__":
             return f"{self.env.root}/{mod.path}"
+        if isinstance(node, ast.Name) and node.id in self.bound:
+            return self.bound[node.id]
         if isinstance(node, ast.Name) and node.id in self.derived:
             return ev(self.derived[node.id])
+        if isinstance(node, (ast.Tuple, ast.List)):
+            return tuple(ev(e) for e in node.elts)
         if isinstance(node, ast.JoinedStr):
             return "".join(str(ev(v.value)) if isinstance(v, ast.FormattedValue) else str(v.value)
                            for v in node.values)
@@ -167,6 +177,17 @@ class _Eval:
         if name in ("os.environ.get", "os.getenv"):
             args = [self(a) for a in node.args]
             return self.var(args[0], args[1] if len(args) > 1 else None)
+        if name in HOST_FACTS and not node.args:
+            return HOST_FACTS[name]
+        g = node.args[0] if len(node.args) == 1 else None
+        if name in ("any", "all") and isinstance(g, ast.GeneratorExp) and len(g.generators) == 1 \
+                and not g.generators[0].ifs and isinstance(g.generators[0].target, ast.Name):
+            values = []
+            for item in self(g.generators[0].iter):
+                self.bound[g.generators[0].target.id] = item
+                values.append(bool(self(g.elt)))
+            self.bound.pop(g.generators[0].target.id, None)
+            return any(values) if name == "any" else all(values)
         if name == "sys.modules.get":
             key = self(node.args[0])
             if key in ABSENT_MODULES:

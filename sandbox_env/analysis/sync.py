@@ -248,7 +248,8 @@ class Interp:
             return replace(_mix(base), kind=None)
         if isinstance(node, (ast.Tuple, ast.List)):
             elts = tuple(self.ev(e, env) for e in node.elts)
-            return replace(_mix(*elts), tup=elts)
+            const = tuple(e.const for e in elts) if all(e.const is not UNK for e in elts) else UNK
+            return replace(_mix(*elts), tup=elts, const=const)
         if isinstance(node, (ast.GeneratorExp, ast.ListComp, ast.SetComp)):
             inner = dict(env)
             for g in node.generators:

@@ -11,6 +11,9 @@ from dataclasses import dataclass
 from .workspace import Module
 
 DYNAMIC = {"exec", "eval", "compile", "__import__"}
+# a function's behaviour lives in these: replacing one patches the function without rebinding it
+FUNCTION_INTERNALS = {"__code__", "__defaults__", "__kwdefaults__", "__globals__", "__closure__",
+                      "__wrapped__"}
 
 
 @dataclass(frozen=True)
@@ -107,3 +110,15 @@ def dynamic_code(mods: list[Module]) -> bool:
                     (isinstance(n, ast.Attribute) and mod.dotted(n) == "sys.modules"):
                 return True
     return False
+
+
+INTROSPECTION = {"gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._getframe",
+                 "inspect.currentframe", "inspect.stack", "inspect.getouterframes"}
+
+
+def reaches_driver(mods: list[Module]) -> bool:
+    """Does the code reach into objects it was not given (``gc.get_objects()``, the caller's
+    frames): the white-box way to edit what the check's driver measures or reports?"""
+    return any((isinstance(n, ast.Call) and mod.dotted(n.func) in INTROSPECTION)
+               or (isinstance(n, ast.Attribute) and n.attr in ("f_back", "f_locals", "f_globals"))
+               for mod in mods for n in ast.walk(mod.tree))

@@ -19,10 +19,11 @@ import posixpath
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import PurePosixPath
 
 from . import UNSURE, folding
-from .workspace import Module, parse
+from .workspace import Module, module, parse
 
 WORKSPACE_DIR = "/workspace"
 # unset in every run the agent or the check starts (the environment contract of verification:
@@ -39,8 +40,8 @@ READS = {"os.getcwd", "os.getcwdb", "pathlib.Path.cwd", "pathlib.Path.home", "os
          "platform.uname", "os.uname", "os.getuid", "os.geteuid", "os.getlogin", "getpass.getuser",
          "socket.getfqdn", "os.getppid", "sys.executable", "sys.path", "os.path.expanduser"}
 # text that any environment read contains (files without it are not parsed)
-_HINT = re.compile(r"getcwd|cwd\(|home\(|__file__|environ|getenv|sys\.|argv|hostname|platform|getuid|geteuid|"
-                   r"getlogin|getuser|getfqdn|getppid|uname|expanduser")
+_HINT = re.compile(r"getcwd|cwd\(|home\(|__file__|environ|getenv|sys\.modules|argv|sys\.executable|sys\.path|"
+                   r"hostname|platform|getuid|geteuid|getlogin|getuser|getfqdn|getppid|uname|expanduser")
 _STR_METHODS = {"startswith", "endswith", "lower", "upper", "strip", "rstrip", "lstrip", "split", "find",
                 "count", "replace", "casefold", "partition", "rpartition", "join"}
 _PATH_METHODS = {"resolve", "absolute", "as_posix", "is_relative_to", "relative_to", "joinpath",
@@ -291,18 +292,29 @@ def _in_test(node: ast.AST, parents: dict[int, ast.AST]) -> bool:
     return False
 
 
+@lru_cache(maxsize=256)
+def _reads(path: str, text: str) -> tuple[dict, list, dict]:
+    """(derived names, environment reads, parent of each node) of one module: the same in every
+    environment, so computed once per text."""
+    mod = module(path, text)
+    if mod is None:
+        return {}, [], {}
+    derived = _derived(mod)
+    reads = [n for n in ast.walk(mod.tree) if _is_read(n, mod, derived)]
+    return derived, reads, (_parents(mod.tree) if reads else {})
+
+
 def specialise(files: dict[str, str], env: Environment) -> tuple[dict[str, str], list[str]]:
     """``files`` as they behave in ``env`` (environment reads folded to constants) and the
     reads that decide a test but could not be resolved."""
     mods = parse({p: t for p, t in files.items() if _HINT.search(t)})
+    found = {name: _reads(mod.path, files[mod.path]) for name, mod in mods.items()}
+    mods = {name: mod for name, mod in mods.items() if found[name][1]}
     written = _written_vars(mods)
     out, unresolved = dict(files), []
-    for mod in mods.values():
-        derived = _derived(mod)
-        reads = [n for n in ast.walk(mod.tree) if _is_read(n, mod, derived)]
-        if not reads:
-            continue
-        parents, ev, replaced = _parents(mod.tree), _Eval(env, mod, written, derived), {}
+    for name, mod in mods.items():
+        derived, reads, parents = found[name]
+        ev, replaced = _Eval(env, mod, written, derived), {}
         for read in reads:
             chain, node = [read], read
             while isinstance(p := parents.get(id(node)), ast.expr):

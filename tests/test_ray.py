@@ -6,7 +6,11 @@ of their own): a run and a verification cross the cluster unchanged; a worker no
 it holds two verifications of an eval, then killed, turns exactly those two episodes into
 infra errors (not scored), which a rerun into the same --out retries on the survivors to the
 fault-free summary; a node that joins later takes work; closing the sandbox or killing its
-driver leaves no sandbox actor running. Budget: about 1.5 minutes on 2 loaded cores.
+driver leaves no sandbox actor running; SANDBOX_ENV_RAY_ADDRESS alone puts the TRL adapter and
+the ASGI app on the cluster, and without it they import no Ray; a docker-marked sample runs
+docker inside the nodes and checks the owner@node labels and that a killed driver, a lost node
+and closing leave no container once the reapers ran. Budget: about 2.5 minutes on 2 loaded
+cores (the docker sample 20 to 35 s of it).
 """
 
 from __future__ import annotations

@@ -203,8 +203,8 @@ class RankRun:
             recv = e.func.value if isinstance(e.func, ast.Attribute) and helper[0] == "m" else None
             kws = {k.arg: k.value for k in e.keywords if k.arg}
             return self.invoke(helper, e.args, kws, env, mod, recv=recv)
-        if tail in ("backward", "full_tensor") or (isinstance(e.func, (ast.Name, ast.Attribute)) and
-                                                    (_key(e.func) or "").split(".")[-1] == "model"):
+        called = (_key(e.func) or "").split(".")[-1] if isinstance(e.func, (ast.Name, ast.Attribute)) else ""
+        if tail in ("backward", "full_tensor") or called in self.an.model_names:
             self.seq.append("fsdp")
         if d in PURE_BUILTINS and all(a[0][0] is not _U for a in args) and not kw:
             try:
@@ -449,12 +449,14 @@ def _is_static(fn: ast.FunctionDef) -> bool:
 class Analysis:
     """The workspace's modules and functions, as rank runs follow them. ``record_key``: a dict
     holding this key is a record (its values' provenance is kept); ``count_key``: its sample
-    count; ``global_attrs``: attributes that hold a global (all-rank) count."""
+    count; ``global_attrs``: attributes that hold a global (all-rank) count; ``model_names``:
+    the variables a sharded model is called through (each call issues collectives)."""
 
     def __init__(self, files: dict[str, str], record_key: str, count_key: str,
-                 global_attrs: tuple[str, ...] = ()) -> None:
+                 global_attrs: tuple[str, ...] = (), model_names: tuple[str, ...] = ("model",)) -> None:
         self.modules = parse(files)
         self.record_key, self.count_key, self.global_attrs = record_key, count_key, global_attrs
+        self.model_names = model_names  # variables holding the sharded model: calling one is a forward
         self.funcs: dict[tuple[str, str], list[tuple[ast.FunctionDef, Module]]] = {}
         self.rank_attrs: set[str] = set()
         for mod in self.modules.values():

@@ -93,7 +93,7 @@ def _collective_name(call: ast.Call, aliases: dict[str, str]) -> str | None:
 class Val:
     grad: bool = False  # autograd path to the head's parameters
     value: bool = False  # the head contributes a non-zero amount
-    weighted: bool = True  # every head contribution is scaled by aux_weight
+    weighted: bool = True  # every head contribution is scaled by the weight field
     unsure: bool = False  # depends on a branch the analysis could not decide
     const: object = UNK  # folded constant value
     kind: str | None = None  # ddp | raw | self | params_all | params_head | step | nosync | null
@@ -596,7 +596,7 @@ def config_defaults(tree: ast.Module | None, class_name: str) -> dict[str, objec
 
 
 def _frozen_head(trees: list[ast.Module], head: str) -> bool:
-    """requires_grad switched off for the reconstruction head (module or its parameters)."""
+    """requires_grad switched off for the head (the module or its parameters)."""
     def off(n: ast.AST) -> bool:
         return (isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "requires_grad_" and n.args
                 and isinstance(n.args[0], ast.Constant) and not n.args[0].value) or (

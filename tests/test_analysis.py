@@ -322,3 +322,21 @@ def test_constant_folding_of_operators_and_comparison_chains() -> None:
     assert folding.compare([ast.Lt(), ast.LtE()], [1, 2, 2]) is True
     assert folding.compare([ast.In()], ["a", ("a", "b")]) is True
     assert folding.compare([ast.Lt()], [1, "a"]) is folding.NO_VALUE
+
+
+# ---------------------------------------------------------------- calls
+def test_arguments_bind_as_python_binds_them() -> None:
+    import pytest
+
+    from sandbox_env.analysis import Unsure
+    from sandbox_env.analysis.calls import bind
+
+    fn = ast.parse("def f(self, a, b=2, *rest, c, d=4, **kw): pass").body[0]
+    env = bind(fn, [1], {"c": 3}, lambda d: d.value * 10, extra="*", skip={"self"})
+    assert env == {"a": 1, "b": 20, "c": 3, "d": 40, "rest": "*", "kw": "*"}
+    strict = ast.parse("def g(a, b): pass").body[0]
+    assert bind(strict, [1], {}, lambda d: d) == {"a": 1}  # b: left unbound
+    with pytest.raises(Unsure):
+        bind(strict, [1, 2, 3], {}, lambda d: d)
+    with pytest.raises(Unsure):
+        bind(strict, [1], {"z": 2}, lambda d: d)

@@ -16,7 +16,8 @@ import math
 import random
 from collections import ChainMap
 
-from . import UNSURE, folding
+from . import UNSURE, Unsure, folding
+from .calls import bind
 from .dual import (
     CMP,
     CMPF,
@@ -41,6 +42,9 @@ COMPILING = {
     "torch._utils.is_compiling",
 }
 DISABLE = {"torch.compiler.disable", "torch._dynamo.disable"}
+
+
+_MISSING = object()  # a parameter the call gives no value
 
 
 class Poison:
@@ -577,20 +581,14 @@ class Interp:
             if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs:
                 raise Unknown("signature")
             names = [x.arg for x in a.args]
-            if len(args) > len(names):
-                raise Unknown("too many arguments")
-            bound = dict(zip(names, args, strict=False))
-            defaults = dict(zip(names[len(names) - len(a.defaults) :], a.defaults, strict=False))
-            for n in names[len(args) :]:
-                if n in kw:
-                    bound[n] = kw.pop(n)
-                elif n in defaults:
-                    bound[n] = self.ev(defaults[n], fn.closure or ChainMap(), fn.glob)
-                else:
-                    raise Unknown("missing argument")
-            if kw:
-                raise Unknown("unexpected keyword")
-            env = (fn.closure or ChainMap()).new_child(dict(bound))
+            try:
+                bound = bind(node, args, kw, lambda d: self.ev(d, fn.closure or ChainMap(), fn.glob),
+                             missing=_MISSING)
+            except Unsure as exc:
+                raise Unknown(str(exc)) from None
+            if _MISSING in bound.values():
+                raise Unknown("missing argument")
+            env = (fn.closure or ChainMap()).new_child(bound)
             if fn.owner is not None:
                 env["__class__"], env["__args__"] = fn.owner, names
             if isinstance(node, ast.Lambda):

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from functools import reduce
 
 from . import Unsure, folding
+from .calls import bind
 from .exits import EXIT_CALLS
 
 GT, GE, T = "Gt", "Ge", "T"  # graph of a train-mode / eval-mode forward; tensor or number, no graph
@@ -713,19 +714,9 @@ class Run:
                     raise Unsure("set_grad_enabled decorator with an unknown mode")
             elif name not in ("property", "staticmethod"):
                 raise Unsure(f"decorator {ast.unparse(d)}")
-        a = node.args
-        params = [p.arg for p in a.posonlyargs + a.args]
         vals = ([fn.self_] if fn.self_ is not None and not any(
             getattr(d, "id", "") == "staticmethod" for d in node.decorator_list) else []) + list(args)
-        defaults = dict(zip(params[len(params) - len(a.defaults):], a.defaults, strict=True))
-        defaults.update({p.arg: d for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d is not None})
-        env = {}
-        for i, p in enumerate(params + [p.arg for p in a.kwonlyargs]):
-            env[p] = vals[i] if i < len(vals) and i < len(params) else kw.get(
-                p, self.eval(defaults.get(p), Frame(fn.path, {})))
-        for extra in (a.vararg, a.kwarg):
-            if extra:
-                env[extra.arg] = None
+        env = bind(node, vals, kw, lambda d: self.eval(d, Frame(fn.path, {})), missing=Const(None))
         fr = Frame(fn.path, env, fn.closure)
         self.stack.append(node)
         saved = self.grad

@@ -18,6 +18,7 @@ import ast
 from dataclasses import dataclass, replace
 
 from . import Unsure, folding
+from .calls import bind
 from .exits import EXIT_CALLS
 from .workspace import aliases as _aliases
 from .workspace import dotted as _dotted
@@ -151,19 +152,8 @@ class Interp:
         self.depth += 1
         if self.depth > 12:
             raise Unsure("recursion")
-        env = dict(bound or {})
-        params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
-        defaults = fn.args.defaults
-        for name, d in zip(params[len(params) - len(defaults):], defaults, strict=True):
-            env[name] = self.ev(d, {})
-        for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True):
-            if d is not None:
-                env[a.arg] = self.ev(d, {})
-        params = [p for p in params if p not in (bound or {})]
-        if len(args) > len(params) and fn.args.vararg is None:
-            raise Unsure(f"call of {fn.name} with too many arguments")
-        env.update(zip(params, args, strict=False))
-        env.update(kwargs)
+        env = {**(bound or {}), **bind(fn, args, kwargs, lambda d: self.ev(d, {}), extra=N,
+                                       skip=set(bound or {}))}
         try:
             self.run(fn.body, env)
             out = N

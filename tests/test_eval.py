@@ -8,6 +8,7 @@ import math
 import os
 import subprocess
 import sys
+import threading
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -366,7 +367,7 @@ def test_infra_and_env_errors_are_recorded_excluded_and_retried(real_tasks: Task
                                                                 how: str, status: str) -> None:
     bad = "fsdp_collective_deadlock"
     res = run(tmp_path, real_tasks, OracleAgent(), seeds=[0, 1], concurrency=4,
-              sandbox=FlakySandbox(bad, how))
+              sandbox=FlakySandbox(bad, how), infra_retries=0)
     assert res.statuses[status] == 2 and res.statuses["ok"] == 2 * (len(real_tasks) - 1)
     for r in records(tmp_path):
         if r.task == bad:
@@ -382,6 +383,41 @@ def test_infra_and_env_errors_are_recorded_excluded_and_retried(real_tasks: Task
     assert (again.ran, again.statuses["ok"]) == (2, 2)
     s = summary(tmp_path)
     assert s.n_superseded == 2 and s.agents["oracle"].overall.n_scored == 2 * len(real_tasks)
+
+
+class FailsTwice(FlakySandbox):
+    """The first two verifications of one task are infrastructure failures, the rest real."""
+
+    def __init__(self, task_id: str) -> None:
+        super().__init__(task_id, "verify-infra")
+        self.failures, self.lock = 0, threading.Lock()
+
+    def verify(self, workspace: Workspace, task: TaskSpec) -> Verdict:
+        with self.lock:
+            fail = task.id == self.task_id and self.failures < 2
+            self.failures += fail
+        if fail:
+            return Verdict(passed=False, outcome=Outcome.infra_error, reasons=["checker container died"])
+        return MockSandbox.verify(self, workspace, task)
+
+
+def test_infra_errors_are_played_again_within_the_invocation(real_tasks: TaskRegistry,
+                                                            tmp_path: Path) -> None:
+    bad = "ddp_gradient_hang"
+    res = run(tmp_path, real_tasks, OracleAgent(), seeds=[0, 1], concurrency=2, sandbox=FailsTwice(bad))
+    assert res.retried == 2 and res.statuses["infra_error"] == 0
+    assert res.statuses["ok"] == 2 * len(real_tasks)
+    recs = records(tmp_path)
+    assert len(recs) == 2 * len(real_tasks) + 2
+    assert sorted(r.status for r in recs if r.task == bad) == ["infra_error", "infra_error", "ok", "ok"]
+    s = summary(tmp_path)
+    assert s.n_superseded == 2 and s.agents["oracle"].overall.n_scored == 2 * len(real_tasks)
+    assert s.agents["oracle"].overall.success.rate == 1.0
+    # a permanent failure is played 1 + infra_retries times, then left for a rerun
+    again = run(tmp_path / "b", real_tasks, OracleAgent(), seeds=[0],
+                sandbox=FlakySandbox(bad, "verify-infra"), infra_retries=2)
+    assert again.retried == 2 and again.statuses["infra_error"] == 1
+    assert [r.status for r in records(tmp_path / "b") if r.task == bad] == ["infra_error"] * 3
 
 
 # --------------------------------------------------------------------------- the LLM agent

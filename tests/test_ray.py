@@ -303,7 +303,8 @@ def test_a_worker_killed_mid_eval_costs_retries_not_scores(ray_env: Cluster, tmp
         victim_node = next(by_pid[pid] for pid in _session(victim.pid) if pid in by_pid)
         assert sorted(sbx.inner.nodes().values()) == [2, 2, 2]
         done: list[object] = []
-        cfg = EvalConfig(agent="oracle", seeds=seeds, concurrency=k, mode="ray", out=out, progress=False)
+        cfg = EvalConfig(agent="oracle", seeds=seeds, concurrency=k, mode="ray", out=out, progress=False,
+                         infra_retries=0)  # the rerun below retries them (in-run retries: test_eval)
         th = threading.Thread(target=lambda: done.append(run_eval(cfg, tasks, OracleAgent(), sandbox=sbx,  # type: ignore[arg-type]
                                                                   emit=lambda *_: None)))
         th.start()

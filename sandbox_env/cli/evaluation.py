@@ -35,8 +35,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
                "request_timeout_s": args.request_timeout}
         agent = make_agent(args.agent, label=args.label, llm_overrides=llm, replay_agent=args.replay_agent)
         cfg = EvalConfig(agent=args.agent, tasks=tasks, seeds=seeds, concurrency=args.concurrency,
-                         force_concurrency=args.force_concurrency, mode=ray_mode(args.mode, args.ray),
-                         out=Path(args.out),
+                         force_concurrency=args.force_concurrency, infra_retries=args.infra_retries,
+                         mode=ray_mode(args.mode, args.ray), out=Path(args.out),
                          progress=False if args.no_progress else None, owner=args.owner)
         res = run_eval(cfg, task_registry(args), agent)
     except (EvalConfigError, ValueError) as exc:

@@ -159,6 +159,8 @@ def _eval_commands(sub: Sub) -> None:
     s.add_argument("--concurrency", type=int, default=4, help="episodes at once (docker: capped at the CPU "
                                                               "count unless --force-concurrency)")
     s.add_argument("--force-concurrency", action="store_true")
+    s.add_argument("--infra-retries", type=int, default=1,
+                   help="play an episode again after an infra or env error, up to N times (default 1)")
     s.add_argument("--mode", choices=mode_choices(untrusted=True), default="auto",
                    help="auto: the first tier that works here (docker when the engine and image "
                         "are there, else mock)")

@@ -14,7 +14,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +47,9 @@ class EvalConfig(BaseModel):
     out: Path
     progress: bool | None = Field(default=None, description="live display; None: when stdout is a TTY")
     owner: str | None = Field(default=None, description="container label owner (docker)")
+    infra_retries: int = Field(default=1, ge=0, le=10, description="times an episode ending in an infra or "
+                         "env error is played again within this invocation (a rerun into the same "
+                         "--out retries what is still failed)")
 
     @field_validator("mode")
     @classmethod
@@ -55,6 +58,9 @@ class EvalConfig(BaseModel):
         if mode not in choices:
             raise ValueError(f"eval mode {mode!r} is not one of {', '.join(choices)}")
         return mode
+
+
+RETRIED_STATUSES = frozenset({"infra_error", "env_error"})
 
 
 class EvalResult(BaseModel):
@@ -67,6 +73,7 @@ class EvalResult(BaseModel):
     statuses: dict[str, int]
     interrupted: bool
     replay_mismatches: int
+    retried: int = 0
     summary: Summary
 
 
@@ -177,28 +184,44 @@ class EvalRunner:
 
     def _schedule(self, todo: list[EpisodeKey], sandbox: Sandbox, k_threads: int,
                   counts: Counter[str]) -> bool:
-        """Run ``todo`` on K threads, counting statuses into ``counts``; True when interrupted."""
+        """Run ``todo`` on K threads, counting statuses into ``counts``; True when interrupted.
+
+        An episode that ends in an infra or env error (never the agent's doing) is submitted
+        again, up to ``infra_retries`` times: on a pool of nodes it lands wherever a slot is free.
+        Both records stay in the log; the summary counts the newest."""
         progress = make_progress(self.cfg.progress, len(todo), f"eval {self.agent.label}", self.emit)
+        attempts: Counter[EpisodeKey] = Counter()
         with _SigtermAsInterrupt(), progress, ThreadPoolExecutor(max_workers=k_threads,
                                                                  thread_name_prefix="eval") as pool:
-            futures: list[Future[EpisodeRecord | None]] = [
-                pool.submit(self.run_one, k, sandbox) for k in todo]
+            pending: dict[Future[EpisodeRecord | None], EpisodeKey] = {
+                pool.submit(self.run_one, k, sandbox): k for k in todo}
             try:
-                for fut in as_completed(futures):
-                    rec = fut.result()
-                    if rec is None:
-                        continue
-                    counts[rec.status] += 1
-                    counts["verified"] += rec.outcome == "verified"
-                    counts["replay_mismatch"] += bool(rec.replay and not rec.replay.matches)
-                    progress.update(counts, self._running, rec)
+                while pending:
+                    done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                    for fut in done:
+                        key = pending.pop(fut)
+                        rec = fut.result()
+                        if rec is None:
+                            continue
+                        if (rec.status in RETRIED_STATUSES and attempts[key] < self.cfg.infra_retries
+                                and not self.stop.is_set()):
+                            attempts[key] += 1
+                            counts["retried"] += 1
+                            pending[pool.submit(self.run_one, key, sandbox)] = key
+                            continue
+                        counts[rec.status] += 1
+                        counts["verified"] += rec.outcome == "verified"
+                        counts["replay_mismatch"] += bool(rec.replay and not rec.replay.matches)
+                        progress.update(counts, self._running, rec)
             except KeyboardInterrupt:
                 self.stop.set()  # running episodes end at their next environment call
-                for f in futures:
+                for f in pending:
                     f.cancel()
                 self.emit("\n[eval] interrupted: finishing the summary; finished episodes are kept, "
                           "rerun with the same --out to resume")
                 return True
+        if counts["retried"]:
+            self.emit(f"[eval] {counts['retried']} episode(s) played again after an infra or env error")
         return False
 
     def run(self) -> EvalResult:
@@ -231,7 +254,7 @@ class EvalRunner:
         return EvalResult(out=cfg.out, mode=sandbox.mode, concurrency=k_threads, planned=len(keys),
                           skipped=len(keys) - len(todo), ran=ran, statuses={s: counts[s] for s in COUNTED},
                           interrupted=interrupted, replay_mismatches=counts["replay_mismatch"],
-                          summary=write_summary(cfg.out))
+                          retried=counts["retried"], summary=write_summary(cfg.out))
 
 
 class _SigtermAsInterrupt:

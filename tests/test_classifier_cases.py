@@ -18,9 +18,13 @@ TASKS = TaskRegistry(ROOT / "task_repos")
 CASES_FILE = "classifier_cases.toml"
 
 
-def cases(task: TaskSpec) -> list[dict[str, str]]:
+def data(task: TaskSpec) -> dict:
     path = task.root / CASES_FILE
-    return tomllib.loads(path.read_text())["case"] if path.exists() else []
+    return tomllib.loads(path.read_text()) if path.exists() else {}
+
+
+def cases(task: TaskSpec) -> list[dict[str, str]]:
+    return data(task).get("case", [])
 
 
 ALL = [(t, c) for t in TASKS for c in cases(t)]
@@ -34,8 +38,11 @@ def test_case_gets_its_label(task: TaskSpec, case: dict[str, str]) -> None:
 
 @pytest.mark.parametrize("task", list(TASKS), ids=lambda t: t.id)
 def test_every_task_lists_a_varied_mix(task: TaskSpec) -> None:
-    mine = cases(task)
+    mine, mix = cases(task), data(task)
     labels = [c["label"] for c in mine]
     assert len({c["name"] for c in mine}) == len(mine), "case names repeat"
-    assert len(mine) >= 15 and labels.count("fixed") >= 5 and labels.count(UNSURE) >= 3, labels
+    assert len(mine) >= max(15, mix.get("min_cases", 0)), len(mine)
+    assert labels.count("fixed") >= max(3, mix.get("min_fixed", 0)), labels
+    assert labels.count(UNSURE) >= max(3, mix.get("min_unsure", 0)), labels
+    assert set(mix.get("require_labels", [])) <= set(labels), labels
     assert {c["label"] for c in mine} - {UNSURE} <= {p.behaviour for p in task.patches} | {"bug", "fixed"}

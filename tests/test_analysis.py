@@ -165,6 +165,8 @@ def test_reads_that_decide_a_test_but_cannot_be_resolved_are_reported() -> None:
     assert len(unresolved) == 3 and "if False:\n    a()" in out["train.py"]  # the hostname is known
     assert all("argv" in u or "FAST" in u or "CI" in u for u in unresolved)  # CI: the code sets it
     assert specialise({"train.py": "import os\npath = os.environ.get('DATA', '.')\n"}, ENVS[0])[1] == []
+    updated = "import os\nos.environ.update(flags)\nif os.environ.get('CI'):\n    a()\n"
+    assert len(specialise({"train.py": updated}, ENVS[0])[1]) == 1  # what the code may have set is unknown
 
 
 def test_the_sandbox_facts_every_run_shares() -> None:

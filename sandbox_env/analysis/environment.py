@@ -91,7 +91,7 @@ class _Eval:
         return p if p.is_absolute() else PurePosixPath(self.env.root) / p
 
     def var(self, key: object, default: object = None) -> object:
-        if isinstance(key, str) and UNSET.fullmatch(key) and key not in self.written:
+        if isinstance(key, str) and UNSET.fullmatch(key) and not {key, "*"} & self.written:
             return default
         raise _Unknown(f"environment variable {key!r}")
 

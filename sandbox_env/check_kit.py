@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-try:  # imported as sandbox_env.check_kit (host, tests)
+try:  # imported as a module of the package (host, tests)
     from .check_runtime import REPORT_ERRORS, Check, ChildResult
 except ImportError:  # beside check.py in the verifier
     from check_runtime import REPORT_ERRORS, Check, ChildResult  # type: ignore[no-redef]
@@ -317,8 +317,9 @@ class Verification:
         if errors:
             tb = errors[min(errors)]
             ck.evidence["rank_errors"] = {str(k): v[-700:] for k, v in errors.items()}
+            oom = "MemoryError" in tb or "can't allocate memory" in tb
             ck.fail(f"{what} raised on rank{'s' if len(errors) > 1 else ''} {sorted(errors)}: "
-                    f"{exception_line(tb)}", ck.child_outcome(run.res))
+                    f"{exception_line(tb)}", "oom_killed" if oom else ck.child_outcome(run.res))
             return False
         if not self.require_run(run.res, what):
             return False

@@ -64,6 +64,17 @@ def _warm_dynamo() -> None:
     torch._dynamo.utils.counters.clear()  # the warm-up's own graph breaks are nobody's
 
 
+def _torch_code(value: Any, old: Any) -> bool:
+    """torch's own wrapper of the original: torch swaps some attributes itself for the duration
+    of a trace (torch.fx's patcher during torch.cond wraps Module.__call__ and __getattr__)."""
+    fn = getattr(value, "__func__", value)
+    if getattr(fn, "__wrapped__", None) is not old:
+        return False
+    code = getattr(fn, "__code__", None)
+    torch_dir = os.path.dirname(os.path.abspath(sys.modules["torch"].__file__ or "")) + os.sep
+    return code is not None and code.co_filename.startswith(torch_dir)
+
+
 def _inherited(cls: type, attr: str) -> Any:
     for base in cls.__mro__[1:]:
         if attr in vars(base):
@@ -146,7 +157,8 @@ class TamperGuard:
             for attr, value in now.items():
                 old = before.get(attr, _MISSING)
                 if old is _MISSING:
-                    if is_class and attr == "step" and _torch_wrapper(value, _inherited(obj, attr)):
+                    if (is_class and attr == "step" and _torch_wrapper(value, _inherited(obj, attr))) \
+                            or _torch_code(value, _inherited(obj, attr)):
                         continue
                     if is_class and attr not in SKIP_NAMES:
                         bad.append(f"{key}.{attr} (added)")
@@ -154,7 +166,8 @@ class TamperGuard:
                             and key not in ("builtins", "os"):
                         bad.append(f"{key}.{attr} (added)")
                 elif value is not old and (_is_callable_attr(old) or _is_callable_attr(value)) \
-                        and not (attr == "step" and _torch_wrapper(value, old)):
+                        and not (attr == "step" and _torch_wrapper(value, old)) \
+                        and not _torch_code(value, old):
                     bad.append(f"{key}.{attr}")
             for attr, old in before.items():
                 if attr not in now and _is_callable_attr(old):
@@ -201,4 +214,5 @@ class TamperGuard:
 
 
 _MISSING = object()
+
 _ = (builtins, json, os)  # guarded standard-library modules are imported here first

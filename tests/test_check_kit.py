@@ -78,6 +78,10 @@ def test_tamper_guard_is_quiet_on_ordinary_training() -> None:
             m(torch.randn(2, 4))
         import torch.distributed, torch._dynamo
         torch.compile(m, backend="eager")(torch.randn(2, 4))
+        class C(torch.nn.Module):  # torch.cond swaps Module.__call__ while it traces
+            def forward(self, x):
+                return torch.cond(x.sum() > 0, lambda x: x * 2, lambda x: x - 1, (x,))
+        torch.compile(C(), backend="eager", fullgraph=True)(torch.ones(2))
     """) == []
 
 

@@ -2,10 +2,10 @@
 
 Every client plays whole episodes the way an agent does, over the four tasks in turn: reset,
 ``python train.py``, two read_file, the reference fix as edit_file actions, ``python train.py``,
-view_git_diff, submit_fix. Half the episodes end in a state the recordings hold (the reference
-fix exactly); the other half add a line no recording has (a fresh ``_bench_token = N`` per
-episode), so the mock must classify a never-seen state. Targets, measured alternately window
-by window in one run (the machine is noisy), with 1 and 16 concurrent clients:
+view_git_diff, submit_fix. A share ``--novel`` of the episodes (default half) add a line no
+recording has (a fresh ``_bench_token = N`` per episode), so the mock must classify a
+never-seen state; the rest end in a recorded state (the reference fix exactly). Targets,
+measured alternately window by window in one run (the machine is noisy), with 1 and 16 concurrent clients:
 
   floor http   bench/floor_app.py: FastAPI answering every request with a fixed reply of a
                real observation's size (the same framework, no environment work);
@@ -60,8 +60,13 @@ def episode_plan(task: Any, novel: bool) -> list[dict[str, Any]]:
             {"action_type": "submit_fix", "explanation": task.reference_explanation}]
 
 
+NOVEL_SHARE = [0.5]  # set from --novel: the share of episodes ending in a never-recorded state
+
+
 def plans(tasks: TaskRegistry) -> itertools.cycle:
-    return itertools.cycle([(t.id, novel) for novel in (False, True) for t in tasks])
+    n = 20
+    k = round(NOVEL_SHARE[0] * n)
+    return itertools.cycle([(t.id, i < k) for i in range(n) for t in tasks])
 
 
 async def http_client(port: int, until: float, lat: Lat, tasks: TaskRegistry, floor: bool) -> int:
@@ -122,7 +127,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=3.0, help="length of one measurement window")
     ap.add_argument("--rounds", type=int, default=5, help="windows per target and client count")
+    ap.add_argument("--novel", type=float, default=0.5,
+                    help="share of episodes that end in a never-recorded state (classified)")
     a = ap.parse_args()
+    NOVEL_SHARE[0] = a.novel
     tasks = TaskRegistry(ROOT / "task_repos")
     fport, sport = free_port(), free_port()
     uv = [sys.executable, "-m", "uvicorn", "--log-level", "warning", "--no-access-log"]

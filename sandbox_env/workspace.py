@@ -86,6 +86,7 @@ class _FileMemo(Generic[T]):
 
 _NORMALISED: _FileMemo[str] = _FileMemo(1024)
 _SYNTAX: _FileMemo[str | None] = _FileMemo(8192)
+_DIFFS: _FileMemo[str] = _FileMemo(1024)
 
 
 def normalised_source(path: str, text: str) -> str:
@@ -140,16 +141,17 @@ def unified_diff(old: dict[str, str], new: dict[str, str], only: str | None = No
         a, b = old.get(p), new.get(p)
         if a == b:
             continue
-        chunks.extend(
-            difflib.unified_diff(
-                (a or "").splitlines(keepends=True),
-                (b or "").splitlines(keepends=True),
-                fromfile="/dev/null" if a is None else f"a/{p}",
-                tofile="/dev/null" if b is None else f"b/{p}",
-            )
-        )
+        # one memo entry per (path, old, new): the NUL-separated pair is the key's text
+        pair = ("\x00" if a is None else "\x01" + a) + "\x00\x00" + ("\x00" if b is None else "\x01" + b)
+        chunks.append(_DIFFS.get(p, pair, lambda _p, _t, a=a, b=b, p=p: _file_diff(p, a, b)))
     out = "".join(chunks)
     return out if out.endswith("\n") or not out else out + "\n"
+
+
+def _file_diff(p: str, a: str | None, b: str | None) -> str:
+    return "".join(difflib.unified_diff(
+        (a or "").splitlines(keepends=True), (b or "").splitlines(keepends=True),
+        fromfile="/dev/null" if a is None else f"a/{p}", tofile="/dev/null" if b is None else f"b/{p}"))
 
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")

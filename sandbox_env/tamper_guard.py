@@ -157,8 +157,8 @@ class TamperGuard:
             for attr, value in now.items():
                 old = before.get(attr, _MISSING)
                 if old is _MISSING:
-                    if (is_class and attr == "step" and _torch_wrapper(value, _inherited(obj, attr))) \
-                            or _torch_code(value, _inherited(obj, attr)):
+                    if is_class and ((attr == "step" and _torch_wrapper(value, _inherited(obj, attr)))
+                                     or _torch_code(value, _inherited(obj, attr))):
                         continue
                     if is_class and attr not in SKIP_NAMES:
                         bad.append(f"{key}.{attr} (added)")

@@ -11,14 +11,14 @@ from collections.abc import Callable
 
 from . import UNSURE
 from .environment import worst
-from .workspace import Module
+from .workspace import Module, nodes
 
 MAX_DRAWS = 24  # more combinations than this: the caller answers UNSURE
 
 
 def fields(tree: ast.Module | None, class_name: str) -> dict[str, ast.expr]:
     """``name: type = value`` defaults of the config class ``class_name``, as expressions."""
-    for node in ast.walk(tree) if tree else ():
+    for node in nodes(tree) if tree else ():
         if isinstance(node, ast.ClassDef) and node.name == class_name:
             return {s.target.id: s.value for s in node.body if isinstance(s, ast.AnnAssign)
                     and isinstance(s.target, ast.Name) and s.value is not None}
@@ -78,18 +78,29 @@ def special_cased(mods: list[Module], names: set[str]) -> set[str]:
     ``cfg.x in (2, 4)``, ``if cfg.flag``, ``abs(cfg.x - 3) < 1e-6``, ``loader.batch_size ==
     16384`` for a field ``eval_batch_size``): the settings it may special-case. A field compared
     with data (``peak > cfg.x``) is a parameter, not a case."""
-    found = set()
+    found: set[str] = set()
+    key = ("special_cased", frozenset(names))
     for mod in mods:
-        for n in ast.walk(mod.tree):
-            tests = [n] if isinstance(n, ast.Compare) else []
-            if isinstance(n, (ast.If, ast.While, ast.IfExp, ast.Assert)):
-                tests.append(n.test)
-            if isinstance(n, ast.BoolOp):
-                tests += n.values
-            for t in tests:
-                leaves = _leaves(t, names)
-                if leaves and None not in leaves:
-                    found |= set(leaves)
+        mine = mod.facts.get(key)
+        if mine is None:
+            mine = mod.facts[key] = frozenset(_special_cased(mod, names))
+        found |= mine
+    return found
+
+
+def _special_cased(mod: Module, names: set[str]) -> set[str]:
+    """``special_cased`` of one module (memoised on it: it depends on its text alone)."""
+    found: set[str] = set()
+    for n in mod.of(ast.Compare, ast.If, ast.While, ast.IfExp, ast.Assert, ast.BoolOp):
+        tests = [n] if isinstance(n, ast.Compare) else []
+        if isinstance(n, (ast.If, ast.While, ast.IfExp, ast.Assert)):
+            tests.append(n.test)
+        if isinstance(n, ast.BoolOp):
+            tests += n.values
+        for t in tests:
+            leaves = _leaves(t, names)
+            if leaves and None not in leaves:
+                found |= set(leaves)
     return found
 
 

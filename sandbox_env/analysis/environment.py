@@ -23,7 +23,7 @@ from functools import lru_cache
 from pathlib import PurePosixPath
 
 from . import UNSURE, folding
-from .workspace import Module, module, parse
+from .workspace import Module, module, nodes, parse
 
 WORKSPACE_DIR = "/workspace"
 # unset in every run the agent or the check starts (the environment contract of verification:
@@ -230,7 +230,7 @@ _SCALAR = (str, bool, int, float, type(None))
 def _single_stores(tree: ast.AST) -> dict[str, int]:
     """How often each name is bound anywhere in ``tree`` (globals and nonlocals count twice)."""
     stores: dict[str, int] = {}
-    for n in ast.walk(tree):
+    for n in nodes(tree):
         names: list[str] = []
         if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
             names = [n.id]
@@ -250,7 +250,7 @@ def _single_stores(tree: ast.AST) -> dict[str, int]:
 def _derived(mod: Module) -> dict[str, ast.expr]:
     """Names bound once to an expression that reads the environment (``HERE = Path(__file__)``)."""
     stores, out = _single_stores(mod.tree), {}
-    assigns = [n for n in ast.walk(mod.tree) if isinstance(n, ast.Assign) and len(n.targets) == 1
+    assigns = [n for n in mod.nodes if isinstance(n, ast.Assign) and len(n.targets) == 1
                and isinstance(n.targets[0], ast.Name) and stores.get(n.targets[0].id) == 1]
     for _ in range(3):
         for n in assigns:
@@ -260,21 +260,32 @@ def _derived(mod: Module) -> dict[str, ast.expr]:
 
 
 def _parents(tree: ast.AST) -> dict[int, ast.AST]:
-    return {id(c): p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
+    return {id(c): p for p in nodes(tree) for c in ast.iter_child_nodes(p)}
 
 
 def _written_vars(mods: dict[str, Module]) -> set[str]:
     """Environment variables the workspace sets itself (their reads are not resolved)."""
-    out = set()
+    out: set[str] = set()
     for mod in mods.values():
-        for n in ast.walk(mod.tree):
-            if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store) \
-                    and mod.dotted(n.value) == "os.environ" and isinstance(n.slice, ast.Constant):
-                out.add(str(n.slice.value))
-            elif isinstance(n, ast.Call) and mod.dotted(n.func) in ("os.environ.setdefault", "os.putenv",
-                                                                     "os.environ.update"):
-                out |= {str(a.value) for a in n.args[:1] if isinstance(a, ast.Constant)} or {"*"}
+        out |= _written_by(mod)
     return out
+
+
+def _written_by(mod: Module) -> frozenset[str]:
+    """The environment variables one module sets (memoised on the module: per text)."""
+    found = mod.facts.get("written_vars")
+    if found is not None:
+        return found
+    out: set[str] = set()
+    for n in mod.of(ast.Subscript, ast.Call):
+        if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store) \
+                and mod.dotted(n.value) == "os.environ" and isinstance(n.slice, ast.Constant):
+            out.add(str(n.slice.value))
+        elif isinstance(n, ast.Call) and mod.dotted(n.func) in ("os.environ.setdefault", "os.putenv",
+                                                                 "os.environ.update"):
+            out |= {str(a.value) for a in n.args[:1] if isinstance(a, ast.Constant)} or {"*"}
+    mod.facts["written_vars"] = frozen = frozenset(out)
+    return frozen
 
 
 def _in_test(node: ast.AST, parents: dict[int, ast.AST]) -> bool:
@@ -292,16 +303,18 @@ def _in_test(node: ast.AST, parents: dict[int, ast.AST]) -> bool:
     return False
 
 
-@lru_cache(maxsize=256)
 def _reads(path: str, text: str) -> tuple[dict, list, dict]:
     """(derived names, environment reads, parent of each node) of one module: the same in every
-    environment, so computed once per text."""
+    environment, so computed once per text (memoised on the parsed module, whose nodes they are)."""
     mod = module(path, text)
     if mod is None:
         return {}, [], {}
-    derived = _derived(mod)
-    reads = [n for n in ast.walk(mod.tree) if _is_read(n, mod, derived)]
-    return derived, reads, (_parents(mod.tree) if reads else {})
+    found = mod.facts.get("env_reads")
+    if found is None:
+        derived = _derived(mod)
+        reads = [n for n in mod.nodes if _is_read(n, mod, derived)]
+        found = mod.facts["env_reads"] = (derived, reads, (_parents(mod.tree) if reads else {}))
+    return found
 
 
 def specialise(files: dict[str, str], env: Environment) -> tuple[dict[str, str], list[str]]:
@@ -310,39 +323,56 @@ def specialise(files: dict[str, str], env: Environment) -> tuple[dict[str, str],
     mods = parse({p: t for p, t in files.items() if _HINT.search(t)})
     found = {name: _reads(mod.path, files[mod.path]) for name, mod in mods.items()}
     mods = {name: mod for name, mod in mods.items() if found[name][1]}
-    written = _written_vars(mods)
+    written = frozenset(_written_vars(mods))
     out, unresolved = dict(files), []
-    for name, mod in mods.items():
-        derived, reads, parents = found[name]
-        ev, replaced = _Eval(env, mod, written, derived), {}
-        for read in reads:
-            chain, node = [read], read
-            while isinstance(p := parents.get(id(node)), ast.expr):
-                chain.append(p)
-                node = p
-            best = None
-            for cand in reversed(chain):
-                try:
-                    val = ev(cand)
-                except Exception:  # folding only: what does not evaluate is not folded
-                    continue
-                if isinstance(val, _SCALAR) and val is not _MISSING:
-                    best = (cand, val)
-                    break
-            if best is None:
-                if _in_test(read, parents):
-                    unresolved.append(f"{mod.path}:{read.lineno}: {ast.unparse(chain[-1])[:80]}")
-                continue
-            replaced[id(best[0])] = best[1]
-        if replaced:  # on a copy of the tree (the parsed module is shared)
-            copy = ast.parse(files[mod.path])
-            by_pos = {_pos(n): replaced[id(n)] for n in ast.walk(mod.tree) if id(n) in replaced}
-            mine = {id(n): by_pos[_pos(n)] for n in ast.walk(copy)
-                    if isinstance(n, ast.expr) and _pos(n) in by_pos}
-            fold = _Fold(mine)
-            tree = _propagate(fold.visit(copy), fold.made)
-            out[mod.path] = ast.unparse(ast.fix_missing_locations(tree))
+    for mod in mods.values():
+        text, doubts = _specialised(mod.path, files[mod.path], env, written)
+        unresolved += doubts
+        if text is not None:
+            out[mod.path] = text
     return out, unresolved
+
+
+@lru_cache(maxsize=256)
+def _specialised(path: str, text: str, env: Environment,
+                 written: frozenset[str]) -> tuple[str | None, tuple[str, ...]]:
+    """One module of ``specialise``: its folded text (None if nothing folds) and its unresolved
+    tests; it depends on nothing else, so it is computed once per (text, environment, written)."""
+    mod = module(path, text)
+    if mod is None:
+        return None, ()
+    derived, reads, parents = _reads(path, text)
+    unresolved: list[str] = []
+    new_text = None
+    ev, replaced = _Eval(env, mod, set(written), derived), {}
+    for read in reads:
+        chain, node = [read], read
+        while isinstance(p := parents.get(id(node)), ast.expr):
+            chain.append(p)
+            node = p
+        best = None
+        for cand in reversed(chain):
+            try:
+                val = ev(cand)
+            except Exception:  # folding only: what does not evaluate is not folded
+                continue
+            if isinstance(val, _SCALAR) and val is not _MISSING:
+                best = (cand, val)
+                break
+        if best is None:
+            if _in_test(read, parents):
+                unresolved.append(f"{mod.path}:{read.lineno}: {ast.unparse(chain[-1])[:80]}")
+            continue
+        replaced[id(best[0])] = best[1]
+    if replaced:  # on a copy of the tree (the parsed module is shared)
+        copy = ast.parse(text)
+        by_pos = {_pos(n): replaced[id(n)] for n in mod.nodes if id(n) in replaced}
+        mine = {id(n): by_pos[_pos(n)] for n in ast.walk(copy)
+                if isinstance(n, ast.expr) and _pos(n) in by_pos}
+        fold = _Fold(mine)
+        tree = _propagate(fold.visit(copy), fold.made)
+        new_text = ast.unparse(ast.fix_missing_locations(tree))
+    return new_text, tuple(unresolved)
 
 
 def _pos(n: ast.AST) -> tuple:

@@ -460,14 +460,10 @@ class Analysis:
         self.funcs: dict[tuple[str, str], list[tuple[ast.FunctionDef, Module]]] = {}
         self.rank_attrs: set[str] = set()
         for mod in self.modules.values():
-            methods = {id(f) for c in ast.walk(mod.tree) if isinstance(c, ast.ClassDef) for f in c.body}
-            for node in ast.walk(mod.tree):
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    key = ("m" if id(node) in methods else "f", node.name)
-                    self.funcs.setdefault(key, []).append((node, mod))
-                if isinstance(node, ast.Assign) and any(isinstance(n, ast.Name) and "rank" in n.id.lower()
-                                                        for n in ast.walk(node.value)):
-                    self.rank_attrs |= {t.attr for t in node.targets if isinstance(t, ast.Attribute)}
+            defs, attrs = _definitions(mod)
+            for key, node in defs:
+                self.funcs.setdefault(key, []).append((node, mod))
+            self.rank_attrs |= attrs
 
     def helper_of(self, call: ast.Call, mod: Module) -> tuple[str, str] | None:
         """The workspace function a call reaches: ``f()`` / ``module.f()`` / ``obj.method()``."""
@@ -489,8 +485,8 @@ class Analysis:
         """The process-group timeout `python train.py` runs with (config values resolved)."""
         found = None
         for mod in self.modules.values():
-            for n in ast.walk(mod.tree):
-                if isinstance(n, ast.Call) and (mod.dotted(n.func) or "").endswith("init_process_group"):
+            for n in mod.of(ast.Call):
+                if (mod.dotted(n.func) or "").endswith("init_process_group"):
                     val = {k.arg: k.value for k in n.keywords}.get("timeout")
                     if val is None:
                         found = DEFAULT_PG_TIMEOUT_S
@@ -505,6 +501,24 @@ class Analysis:
                         return None
                     found = sum(v * scale[k] for k, v in nums)
         return found
+
+
+def _definitions(mod: Module) -> tuple[tuple[tuple[tuple[str, str], ast.AST], ...], frozenset[str]]:
+    """One module's functions (keyed ``("m" | "f", name)``, in walk order) and the attributes it
+    assigns from a rank: memoised on the module (they depend on its text alone)."""
+    found = mod.facts.get("rank_definitions")
+    if found is not None:
+        return found
+    methods = {id(f) for c in mod.of(ast.ClassDef) for f in c.body}
+    defs, attrs = [], set()
+    for node in mod.of(ast.FunctionDef, ast.AsyncFunctionDef, ast.Assign):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            defs.append((("m" if id(node) in methods else "f", node.name), node))
+        if isinstance(node, ast.Assign) and any(isinstance(n, ast.Name) and "rank" in n.id.lower()
+                                                for n in ast.walk(node.value)):
+            attrs |= {t.attr for t in node.targets if isinstance(t, ast.Attribute)}
+    found = mod.facts["rank_definitions"] = (tuple(defs), frozenset(attrs))
+    return found
 
 
 def number(expr: ast.AST, fields: dict) -> float | None:
@@ -527,7 +541,7 @@ def rank_runs(an: Analysis, train: Module, fn: ast.FunctionDef) -> list[list[Ran
     """``fn(cfg, rank)`` as the check's driver calls it, and the mp.spawn target of the repo's own
     command, each run once per rank."""
     entries = [(("f", fn.name), fn)]
-    for n in ast.walk(train.tree):
+    for n in train.nodes:
         if isinstance(n, ast.Call) and (train.dotted(n.func) or "").endswith(".spawn") and n.args \
                 and isinstance(n.args[0], ast.Name) and ("f", n.args[0].id) in an.funcs:
             entries.append((("f", n.args[0].id), an.funcs[("f", n.args[0].id)][0][0]))

@@ -22,6 +22,7 @@ from .calls import bind
 from .exits import EXIT_CALLS
 from .workspace import aliases as _aliases
 from .workspace import dotted as _dotted
+from .workspace import nodes, owner
 
 
 @dataclass(frozen=True)
@@ -535,7 +536,7 @@ class Ctx:
                 self.aliases.update(_aliases(trees[name]))
                 self.funcs.update({n.name: n for n in trees[name].body if isinstance(n, ast.FunctionDef)})
         model = trees.get(roles.model_module)
-        classes = [n for n in ast.walk(model) if isinstance(n, ast.ClassDef)] if model else []
+        classes = [n for n in nodes(model) if isinstance(n, ast.ClassDef)] if model else []
         self.forward = None
         self.head_defined = False
         for cls in classes:
@@ -570,7 +571,7 @@ class Ctx:
 def config_defaults(tree: ast.Module | None, class_name: str) -> dict[str, object]:
     """Literal defaults of the config class (fields its __post_init__ sets are left out)."""
     out: dict[str, object] = {}
-    for node in ast.walk(tree) if tree else []:
+    for node in nodes(tree) if tree else []:
         if isinstance(node, ast.ClassDef) and node.name == class_name:
             for st in node.body:
                 if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name) and st.value is not None:
@@ -592,11 +593,21 @@ def _frozen_head(trees: list[ast.Module], head: str) -> bool:
                 and isinstance(n.args[0], ast.Constant) and not n.args[0].value) or (
             isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant) and n.value.value is False
             and any(isinstance(t, ast.Attribute) and t.attr == "requires_grad" for t in n.targets))
-    for tree in trees:
-        for node in ast.walk(tree):
+    def frozen_in(tree: ast.Module) -> bool:
+        for node in nodes(tree):
             if off(node) and _mentions_attr(node, head):
                 return True
             if isinstance(node, ast.For) and _mentions_attr(node.iter, head) \
                     and any(off(n) for n in ast.walk(node)):
                 return True
+        return False
+
+    for tree in trees:
+        mod = owner(tree)  # a parsed workspace module: the answer is memoised on it
+        if mod is None:
+            found = frozen_in(tree)
+        elif (found := mod.facts.get(("frozen_head", head))) is None:
+            found = mod.facts[("frozen_head", head)] = frozen_in(tree)
+        if found:
+            return True
     return False

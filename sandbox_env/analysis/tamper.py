@@ -6,6 +6,7 @@ Each classifier decides which replacements its check's tamper guard catches."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .workspace import Module
@@ -55,9 +56,10 @@ def _torch_names(mod: Module, roots: tuple[str, ...]) -> dict[str, str]:
     """Imported names, plus names the module binds to an object under ``roots``
     (``T = torch.Tensor``): patching through them patches torch."""
     names = dict(mod.names)
+    assigns = mod.of(ast.Assign)
     for _ in range(2):
-        for n in ast.walk(mod.tree):
-            if isinstance(n, ast.Assign) and _chain(n.value) and isinstance(r := _root(n.value), ast.Name) \
+        for n in assigns:
+            if _chain(n.value) and isinstance(r := _root(n.value), ast.Name) \
                     and names.get(r.id, r.id).split(".")[0] in roots:
                 names.update({t.id: names.get(r.id, r.id) for t in n.targets if isinstance(t, ast.Name)})
     return names
@@ -67,49 +69,68 @@ def patches(mods: list[Module], roots: tuple[str, ...] = ("torch",),
             any_base: tuple[str, ...] = ()) -> list[Patch]:
     """Every attribute of an object under ``roots`` that the workspace rebinds (and attributes
     named in ``any_base`` whatever object holds them, e.g. a model's ``forward``)."""
-    out = []
+    out: list[Patch] = []
     for mod in mods:
-        local = {n.name for n in ast.walk(mod.tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-        names = _torch_names(mod, roots)
-        for n in ast.walk(mod.tree):
-            targets: list[ast.AST] = []
-            value: ast.AST | None = getattr(n, "value", None)
-            if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
-                targets = n.targets if isinstance(n, (ast.Assign, ast.Delete)) else [n.target]
-            elif isinstance(n, ast.Call) and n.args:
-                name = mod.dotted(n.func).rsplit(".", 1)[-1]
-                first = n.args[0]
-                if name in ("setattr", "delattr", "object", "patch_object") and len(n.args) >= 2:
-                    attr = str(n.args[1].value) if isinstance(n.args[1], ast.Constant) else "?"
-                    targets = [ast.Attribute(value=first, attr=attr)]
-                    value = n.args[2] if len(n.args) > 2 else None
-                elif name == "patch" and isinstance(first, ast.Constant) and isinstance(first.value, str):
-                    base, _, attr = first.value.rpartition(".")
-                    if base.split(".")[0] in roots:
-                        out.append(Patch(base, attr, mod.path, n.lineno, "patch"))
-            kind = "lambda" if isinstance(value, ast.Lambda) else "function" if isinstance(value, ast.Name) \
-                and value.id in local else "setattr" if isinstance(n, ast.Call) else "constant" \
-                if isinstance(value, ast.Constant) else ""
-            for t in targets:
-                if isinstance(t, ast.Attribute):
-                    root = _root(t.value)
-                    full = names.get(root.id, root.id) if isinstance(root, ast.Name) else ""
-                    if full.split(".")[0] in roots or t.attr in any_base:
-                        out.append(Patch(mod.dotted(t.value) or ast.unparse(t.value), t.attr, mod.path,
-                                         getattr(t, "lineno", getattr(n, "lineno", 0)), kind))
+        key = ("patches", roots, any_base)
+        found = mod.facts.get(key)
+        if found is None:
+            found = mod.facts[key] = tuple(_module_patches(mod, roots, any_base))
+        out += found
+    return out
+
+
+def _module_patches(mod: Module, roots: tuple[str, ...], any_base: tuple[str, ...]) -> list[Patch]:
+    """``patches`` of one module (memoised on it: it depends on the module's text alone)."""
+    out = []
+    local = {n.name for n in mod.of(ast.FunctionDef, ast.AsyncFunctionDef)}
+    names = _torch_names(mod, roots)
+    for n in mod.of(ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete, ast.Call):
+        targets: list[ast.AST] = []
+        value: ast.AST | None = getattr(n, "value", None)
+        if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            targets = n.targets if isinstance(n, (ast.Assign, ast.Delete)) else [n.target]
+        elif isinstance(n, ast.Call) and n.args:
+            name = mod.dotted(n.func).rsplit(".", 1)[-1]
+            first = n.args[0]
+            if name in ("setattr", "delattr", "object", "patch_object") and len(n.args) >= 2:
+                attr = str(n.args[1].value) if isinstance(n.args[1], ast.Constant) else "?"
+                targets = [ast.Attribute(value=first, attr=attr)]
+                value = n.args[2] if len(n.args) > 2 else None
+            elif name == "patch" and isinstance(first, ast.Constant) and isinstance(first.value, str):
+                base, _, attr = first.value.rpartition(".")
+                if base.split(".")[0] in roots:
+                    out.append(Patch(base, attr, mod.path, n.lineno, "patch"))
+        kind = "lambda" if isinstance(value, ast.Lambda) else "function" if isinstance(value, ast.Name) \
+            and value.id in local else "setattr" if isinstance(n, ast.Call) else "constant" \
+            if isinstance(value, ast.Constant) else ""
+        for t in targets:
+            if isinstance(t, ast.Attribute):
+                root = _root(t.value)
+                full = names.get(root.id, root.id) if isinstance(root, ast.Name) else ""
+                if full.split(".")[0] in roots or t.attr in any_base:
+                    out.append(Patch(mod.dotted(t.value) or ast.unparse(t.value), t.attr, mod.path,
+                                     getattr(t, "lineno", getattr(n, "lineno", 0)), kind))
     return out
 
 
 def dynamic_code(mods: list[Module]) -> bool:
     """Code the analyses cannot read: exec / eval / compile / __import__, importlib, sys.modules."""
-    for mod in mods:
-        if any("importlib" in name for name in mod.names.values()):
-            return True
-        for n in ast.walk(mod.tree):
-            if (isinstance(n, ast.Call) and getattr(n.func, "id", "") in DYNAMIC) or \
-                    (isinstance(n, ast.Attribute) and mod.dotted(n) == "sys.modules"):
-                return True
-    return False
+    return any(_memo(mod, "dynamic_code", _dynamic) for mod in mods)
+
+
+def _memo(mod: Module, key: str, fact: Callable[[Module], bool]) -> bool:
+    found = mod.facts.get(key)
+    if found is None:
+        found = mod.facts[key] = fact(mod)
+    return found
+
+
+def _dynamic(mod: Module) -> bool:
+    if any("importlib" in name for name in mod.names.values()):
+        return True
+    return any((isinstance(n, ast.Call) and getattr(n.func, "id", "") in DYNAMIC) or
+               (isinstance(n, ast.Attribute) and mod.dotted(n) == "sys.modules")
+               for n in mod.of(ast.Call, ast.Attribute))
 
 
 INTROSPECTION = {"gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._getframe",
@@ -119,6 +140,10 @@ INTROSPECTION = {"gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys.
 def reaches_driver(mods: list[Module]) -> bool:
     """Does the code reach into objects it was not given (``gc.get_objects()``, the caller's
     frames): the white-box way to edit what the check's driver measures or reports?"""
+    return any(_memo(mod, "reaches_driver", _reaches) for mod in mods)
+
+
+def _reaches(mod: Module) -> bool:
     return any((isinstance(n, ast.Call) and mod.dotted(n.func) in INTROSPECTION)
                or (isinstance(n, ast.Attribute) and n.attr in ("f_back", "f_locals", "f_globals"))
-               for mod in mods for n in ast.walk(mod.tree))
+               for n in mod.of(ast.Call, ast.Attribute))

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import ast
 import sys
+import weakref
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any
 
 # Modules the workspace cannot shadow: already imported (stdlib, torch, numpy) when it is.
 # sitecustomize.py / usercustomize.py / *.pth are never loaded from the workspace either.
@@ -22,10 +24,33 @@ def module_paths(files: dict[str, str]) -> dict[str, str]:
     return mods
 
 
-def imported_names(tree: ast.AST) -> set[str]:
-    """Every module a tree may import: statements, importlib.import_module / __import__ of literals."""
+def walk(node: ast.AST) -> list[ast.AST]:
+    """``list(ast.walk(node))``, the same nodes in the same (breadth-first) order, built faster."""
+    out = [node]
+    i = 0
+    base = ast.AST
+    while i < len(out):
+        n = out[i]
+        i += 1
+        for name in n._fields:
+            f = getattr(n, name, None)
+            if isinstance(f, base):
+                out.append(f)
+            elif isinstance(f, list):
+                out.extend([x for x in f if isinstance(x, base)])
+    return out
+
+
+def nodes(tree: ast.AST) -> list[ast.AST] | tuple[ast.AST, ...]:
+    """Every node of ``tree`` in ``ast.walk`` order: a parsed module's index when ``tree`` is one
+    (computed once per text), else a fresh walk."""
+    mod = owner(tree)
+    return mod.nodes if mod is not None else walk(tree)
+
+
+def _imported_names(all_nodes: list[ast.AST] | tuple[ast.AST, ...]) -> set[str]:
     names: set[str] = set()
-    for node in ast.walk(tree):
+    for node in all_nodes:
         if isinstance(node, ast.Import):
             names.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
@@ -38,6 +63,11 @@ def imported_names(tree: ast.AST) -> set[str]:
                                                                                       "__import__"):
                 names.add(node.args[0].value)
     return names
+
+
+def imported_names(tree: ast.AST) -> set[str]:
+    """Every module a tree may import: statements, importlib.import_module / __import__ of literals."""
+    return _imported_names(nodes(tree))
 
 
 def live_files(files: dict[str, str], entry: list[str] | tuple[str, ...]) -> dict[str, str]:
@@ -64,8 +94,13 @@ def live_files(files: dict[str, str], entry: list[str] | tuple[str, ...]) -> dic
 
 def aliases(tree: ast.Module) -> dict[str, str]:
     """Local name -> the dotted name it was imported as (``dist`` -> ``torch.distributed``)."""
+    mod = owner(tree)
+    return dict(mod.names) if mod is not None else _aliases(walk(tree))
+
+
+def _aliases(all_nodes: list[ast.AST] | tuple[ast.AST, ...]) -> dict[str, str]:
     out: dict[str, str] = {}
-    for node in ast.walk(tree):
+    for node in all_nodes:
         if isinstance(node, ast.Import):
             for a in node.names:
                 top = a.name.split(".")[0]
@@ -91,15 +126,40 @@ def dotted(node: ast.AST, names: dict[str, str] | None = None) -> str:
 @dataclass
 class Module:
     """One parsed workspace module and what its imported names stand for. Shared between
-    analyses (parsed once per text): read its tree, never change it."""
+    analyses (parsed once per text): read its tree, never change it.
+
+    ``nodes`` is every node of the tree in ``ast.walk`` order, walked once; ``of`` filters it by
+    type, and ``facts`` memoises what analyses derive from the module alone (per text, since the
+    module is)."""
 
     path: str
     tree: ast.Module
     names: dict[str, str] = field(default_factory=dict)
     imports: set[str] = field(default_factory=set)
+    nodes: tuple[ast.AST, ...] = field(default=(), compare=False, repr=False)
+    facts: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def dotted(self, node: ast.AST) -> str:
         return dotted(node, self.names)
+
+    def of(self, *types: type) -> tuple[ast.AST, ...]:
+        """The nodes that are instances of ``types``, in ``ast.walk`` order."""
+        key = ("of", types)
+        found = self.facts.get(key)
+        if found is None:
+            found = self.facts[key] = tuple(n for n in self.nodes if isinstance(n, types))
+        return found
+
+
+# a parsed module's tree -> (a weak reference to) its Module, so functions given only the tree
+# find its index; both go when the module cache lets the Module go
+_OWNER: weakref.WeakKeyDictionary[ast.AST, weakref.ref[Module]] = weakref.WeakKeyDictionary()
+
+
+def owner(tree: ast.AST) -> Module | None:
+    """The parsed workspace module whose tree ``tree`` is (None for any other tree)."""
+    ref = _OWNER.get(tree)
+    return ref() if ref is not None else None
 
 
 @lru_cache(maxsize=512)
@@ -109,7 +169,10 @@ def module(path: str, text: str) -> Module | None:
         tree = ast.parse(text)
     except SyntaxError:
         return None
-    return Module(path, tree, aliases(tree), imported_names(tree))
+    all_nodes = tuple(walk(tree))
+    mod = Module(path, tree, _aliases(all_nodes), _imported_names(all_nodes), all_nodes)
+    _OWNER[tree] = weakref.ref(mod)
+    return mod
 
 
 def parse(files: dict[str, str]) -> dict[str, Module]:

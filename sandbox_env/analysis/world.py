@@ -5,8 +5,9 @@ pruned from the source before the other analyses read it."""
 from __future__ import annotations
 
 import ast
+from functools import lru_cache
 
-from .workspace import module
+from .workspace import module, nodes
 
 WORLD = 2
 
@@ -71,7 +72,7 @@ def _world_truth(test: ast.AST) -> bool | None:
 def _mentions_world(node: ast.AST) -> bool:
     return any((isinstance(n, ast.Name) and n.id == "world_size")
                or (isinstance(n, ast.Attribute) and n.attr in ("world_size", "get_world_size"))
-               or (isinstance(n, ast.Constant) and n.value == "WORLD_SIZE") for n in ast.walk(node))
+               or (isinstance(n, ast.Constant) and n.value == "WORLD_SIZE") for n in nodes(node))
 
 
 class _PruneWorld(ast.NodeTransformer):
@@ -96,7 +97,14 @@ def prune_world_size(files: dict[str, str]) -> dict[str, str]:
     out = dict(files)
     for path, text in files.items():
         if path.endswith(".py") and ("world_size" in text or "WORLD_SIZE" in text):
-            mod = module(path, text)
-            if mod is not None and _mentions_world(mod.tree):  # transformed on a copy (shared tree)
-                out[path] = ast.unparse(ast.fix_missing_locations(_PruneWorld().visit(ast.parse(text))))
+            out[path] = _pruned(path, text)
     return out
+
+
+@lru_cache(maxsize=256)
+def _pruned(path: str, text: str) -> str:
+    """One file's text pruned (the same for the same text, so computed once per text)."""
+    mod = module(path, text)
+    if mod is not None and _mentions_world(mod.tree):  # transformed on a copy (shared tree)
+        return ast.unparse(ast.fix_missing_locations(_PruneWorld().visit(ast.parse(text))))
+    return text

@@ -48,7 +48,7 @@ from sandbox_env.analysis.sync import (
 from sandbox_env.analysis.tamper import FUNCTION_INTERNALS, patches, reaches_driver
 from sandbox_env.analysis.workspace import aliases as mod_names
 from sandbox_env.analysis.workspace import dotted as _dotted
-from sandbox_env.analysis.workspace import live_files, parse
+from sandbox_env.analysis.workspace import live_files, nodes, parse
 from sandbox_env.analysis.world import prune_world_size
 from sandbox_env.tasks import TaskSpec, load_task
 
@@ -88,7 +88,7 @@ def _masked_for_run_command(tree: ast.Module, aliases: dict[str, str], config: d
             return True
     else:
         return True
-    workers = [fn for fn in ast.walk(tree) if isinstance(fn, ast.FunctionDef) and fn.name != "train"]
+    workers = [fn for fn in nodes(tree) if isinstance(fn, ast.FunctionDef) and fn.name != "train"]
     return any(isinstance(node, ast.Try) and _swallows(node) and any(
         isinstance(c, ast.Call) and getattr(c.func, "id", "") == "train"
         for s in node.body for c in ast.walk(s))

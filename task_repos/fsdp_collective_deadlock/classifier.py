@@ -69,9 +69,9 @@ def tampering(an: Analysis) -> bool | None:
     if any(p.base.startswith(UNGUARDED) for p in found):
         return None
     for mod in an.modules.values():
-        called = {id(n.func) for n in ast.walk(mod.tree) if isinstance(n, ast.Call)}
+        called = {id(n.func) for n in mod.nodes if isinstance(n, ast.Call)}
         if any(isinstance(n, ast.Attribute) and id(n) not in called and collective_name(mod.dotted(n))
-               for n in ast.walk(mod.tree)):
+               for n in mod.nodes):
             return None  # e.g. ``fn = dist.all_reduce``: a call the analysis cannot follow
     return False
 
@@ -119,7 +119,7 @@ def _classify(files: dict[str, str]) -> str:
     wraps = {fl.split(": ")[1] for fl in runs[0][0].flags if fl.startswith("wraps")}
     if "fully_shard" not in wraps:  # replicas train on different shards without FSDP ...
         synced = any("grad" in ast.unparse(n) or "param" in ast.unparse(n)
-                     for m in an.modules.values() for n in ast.walk(m.tree)
+                     for m in an.modules.values() for n in m.nodes
                      if isinstance(n, ast.Call) and collective_name(m.dotted(n.func)))
         return UNSURE if synced or wraps else "wrong_metrics"  # ... unless something syncs them
     original = fields(ast.parse((t.repo_dir / f"{cfg_module}.py").read_text()), cfg_class)
@@ -129,7 +129,7 @@ def _classify(files: dict[str, str]) -> str:
     records = runs[0][0].records
     if not records:
         return UNSURE if any(isinstance(n, ast.Constant) and n.value == "train_loss"
-                             for m in an.modules.values() for n in ast.walk(m.tree)) else "wrong_metrics"
+                             for m in an.modules.values() for n in m.nodes) else "wrong_metrics"
     verdicts = [_loss_ok(rec.get(k)) for rec in records for k in ("train_loss", "val_loss")]
     verdicts += [_count_ok(rec.get("samples"), rec.get("samples#")) for rec in records]
     if False in verdicts:

@@ -77,6 +77,12 @@ def load_traces(task: TaskSpec) -> list[Trace]:
     return [Trace.model_validate_json(p.read_text()) for p in sorted(task.traces_dir.glob("*.json"))]
 
 
+def missing_states(task: TaskSpec) -> set[str]:
+    """The labelled states with no trace of their current files (new patches, edited ones)."""
+    have = {t.state: t.workspace_hash for t in load_traces(task)}
+    return {state for state, _, files in task_states(task) if have.get(state) != content_hash(files)}
+
+
 def record_task(task: TaskSpec, sandbox: Any, provenance: Provenance, *,
                 commands: list[str] | None = None, log: Any = print,
                 out_dir: Path | None = None, only: set[str] | None = None) -> list[Trace]:

@@ -27,8 +27,10 @@ class Layer:
 
 
 LAYERS = [
-    Layer("kit", ("check_runtime", "child_process", "verdict_protocol", "check_kit", "analysis"), (),
+    Layer("kit", ("check_runtime", "child_process", "verdict_protocol", "analysis"), (),
           job="runs inside sandboxes and in classifiers: standard library only"),
+    Layer("kit-verifier", ("check_kit",), ("kit",), ("torch",),
+          job="the shared verifiers a hidden check composes, in the verifier (torch loads trained states)"),
     Layer("kit-driver", ("kit_driver", "tamper_guard"), ("kit",), ("torch",),
           job="the kit's driver children: run agent code under torch inside sandboxes"),
     Layer("domain", ("models", "errors", "actions", "tasks", "workspace", "rubrics", "oracle", "traces"),

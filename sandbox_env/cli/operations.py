@@ -48,7 +48,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    from ..traces import Provenance, record_task
+    from ..traces import Provenance, missing_states, record_task
 
     tasks = task_registry(args)
     sandbox, where = real_sandbox(args, "record")
@@ -58,7 +58,7 @@ def cmd_record(args: argparse.Namespace) -> int:
         for tid in args.tasks or tasks.ids():
             task = tasks.get(tid)
             if not args.compare:
-                record_task(task, sandbox, prov)
+                record_task(task, sandbox, prov, only=missing_states(task) if args.missing else None)
                 continue
             import tempfile
 

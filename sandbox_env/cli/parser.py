@@ -193,6 +193,8 @@ def _record_command(sub: Sub) -> None:
     s.add_argument("--mode", choices=mode_choices(real=True, auto=False), default="docker")
     s.add_argument("--compare", action="store_true",
                    help="record into a scratch dir and compare with the committed traces")
+    s.add_argument("--missing", action="store_true",
+                   help="record only the states with no trace of their current files (new or edited)")
     s.set_defaults(fn=operations.cmd_record)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 import math
 import random
-from collections import ChainMap
+from collections import ChainMap, OrderedDict
 
 from . import UNSURE, Unsure, folding
 from .calls import bind
@@ -661,9 +661,48 @@ def probes(features: int) -> list:
     return out
 
 
+class _Reads(dict):
+    """The workspace files as the interpreter sees them, noting the texts it reads."""
+
+    def __init__(self, files: dict[str, str]) -> None:
+        super().__init__(files)
+        self.read: dict[str, str] = {}
+
+    def __getitem__(self, path: str) -> str:
+        text = super().__getitem__(path)
+        self.read[path] = text
+        return text
+
+
+# (file names, builder, cfg, features, traced) -> [(texts read, result)], newest last. A run
+# depends on the names of the workspace files and the texts of those it imports, nothing else:
+# a state that changes only train.py reuses the model's runs.
+_RUNS: OrderedDict[tuple, list[tuple[dict[str, str], tuple]]] = OrderedDict()
+_RUNS_MAX = 128
+
+
 def run_model(files: dict[str, str], builder: tuple[str, str], cfg: dict, features: int, traced: bool):
     """``builder`` (module, function) called with ``cfg``, then its forward on the probes:
     (outputs or None, break events, why it could not tell or None)."""
+    # repr tells 1, 1.0 and True apart (they hash alike); a setting without a literal repr
+    # (an object's repr names its address) only makes the memo miss
+    key = (frozenset(files), builder, repr(sorted(cfg.items())), repr(features), traced)
+    result = next((res for read, res in _RUNS.get(key, [])
+                   if all(files.get(p) == t for p, t in read.items())), None)
+    if result is None:
+        seen = _Reads(files)
+        outs, events, unk = _run_model(seen, builder, cfg, features, traced)
+        result = (outs, tuple(events), unk)
+        _RUNS.setdefault(key, []).append((seen.read, result))
+        del _RUNS[key][:-8]
+    _RUNS.move_to_end(key)
+    while len(_RUNS) > _RUNS_MAX:
+        _RUNS.popitem(last=False)
+    outs, events, unk = result
+    return (list(outs) if outs is not None else None), list(events), unk
+
+
+def _run_model(files: dict[str, str], builder: tuple[str, str], cfg: dict, features: int, traced: bool):
     it = Interp(files, traced)
     try:
         net = it.call(it.module(builder[0])[builder[1]], [_Cfg(dict(cfg))], {})

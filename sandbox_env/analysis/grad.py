@@ -13,12 +13,14 @@ backward calls without a graph. Anything on that path it does not understand rai
 """
 
 import ast
+import weakref
 from dataclasses import dataclass, field
 from functools import reduce
 
 from . import Unsure, folding
 from .calls import bind
 from .exits import EXIT_CALLS
+from .workspace import module
 
 GT, GE, T = "Gt", "Ge", "T"  # graph of a train-mode / eval-mode forward; tensor or number, no graph
 CRIT, SUB = "crit", "submodule"  # a torch module held in a variable; a submodule of the model
@@ -144,11 +146,29 @@ def grad_call_mode(name: str, arg) -> bool | str | None:
     return None
 
 
+def _tree(path: str, text: str) -> ast.Module:
+    """The parsed module's tree (shared, never changed), or the parser's SyntaxError."""
+    mod = module(path, text)
+    return mod.tree if mod is not None else ast.parse(text)
+
+
+# function node -> does it yield or await (the trees are shared parses: their nodes stay put)
+_SUSPENDS: weakref.WeakKeyDictionary[ast.AST, bool] = weakref.WeakKeyDictionary()
+
+
+def _suspends(node: ast.AST) -> bool:
+    found = _SUSPENDS.get(node)
+    if found is None:
+        found = _SUSPENDS[node] = any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await))
+                                      for n in ast.walk(node))
+    return found
+
+
 class Run:
     """The abstract run of the driver: import the live modules, call fit(Config(...))."""
 
     def __init__(self, files: dict[str, str]) -> None:
-        self.trees = {p: ast.parse(t) for p, t in files.items() if p.endswith(".py")}
+        self.trees = {p: _tree(p, t) for p, t in files.items() if p.endswith(".py")}
         self.mods = {p[:-3].replace("/", ".").removesuffix(".__init__"): p for p in self.trees}
         self.globals: dict[str, dict] = {}
         self.ctx: list = []  # ("loop", Loop) | ("cond", test) | ("try", catches) | ("handler",)
@@ -699,7 +719,7 @@ class Run:
         node = fn.node
         if node in self.stack or len(self.stack) > 24:
             raise Unsure("recursion")
-        if any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)) for n in ast.walk(node)):
+        if _suspends(node):
             raise Unsure(f"generator {node.name}")
         mode = "keep"
         for d in node.decorator_list:

@@ -29,7 +29,7 @@ from sandbox_env.analysis.environment import classify_everywhere
 from sandbox_env.analysis.exits import forges_report
 from sandbox_env.analysis.grad import GT, Run, is_graph
 from sandbox_env.analysis.tamper import FUNCTION_INTERNALS, dynamic_code, patches
-from sandbox_env.analysis.workspace import live_files, parse
+from sandbox_env.analysis.workspace import live_files, module, parse
 from sandbox_env.tasks import TaskSpec, load_task
 
 ORIGINAL = Path(__file__).parent / "repo"
@@ -57,18 +57,24 @@ def runtime_patching(files: dict[str, str]) -> str | None:
     return UNSURE if found or dynamic_code(mods) else None
 
 
+@lru_cache(maxsize=8)
+def original_text(path: str) -> str:
+    """A file of the task's repo (read once: the repo does not change while the server runs)."""
+    return (ORIGINAL / path).read_text()
+
+
 def changed_from_original(files: dict[str, str]) -> list[str]:
     """Workspace code the analysis takes as is (model forward, data loading) that differs from
     the task's repo."""
     out = []
     for path in ("model.py", "data_loader.py"):
-        orig, new = ast.parse((ORIGINAL / path).read_text()), files.get(path)
+        orig, new = _tree(path, original_text(path)), files.get(path)
         if new is None:
             out.append(path)
             continue
-        new_tree = ast.parse(new)
+        new_tree = _tree(path, new)
         if path == "data_loader.py":
-            if ast.dump(orig) != ast.dump(new_tree):
+            if _dump(path, original_text(path)) != _dump(path, new):
                 out.append(path)
             continue
         for cls in (n for n in orig.body if isinstance(n, ast.ClassDef)):
@@ -81,6 +87,17 @@ def changed_from_original(files: dict[str, str]) -> list[str]:
     return out
 
 
+def _tree(path: str, text: str) -> ast.Module:
+    """The shared parse of ``text`` (read, never changed), or the parser's SyntaxError."""
+    mod = module(path, text)
+    return mod.tree if mod is not None else ast.parse(text)
+
+
+@lru_cache(maxsize=64)
+def _dump(path: str, text: str) -> str:
+    return ast.dump(_tree(path, text))
+
+
 def classify(files: dict[str, str]) -> str:
     t = task()
     files = live_files(files, t.entry.modules)
@@ -91,7 +108,7 @@ def _classify(files: dict[str, str]) -> str:
     """The worst label over the knob draws of the settings the code tests."""
     t = task()
     cfg_module, cfg_class = split_entry(t.entry.config)
-    fallback = {k: v for k, v in literal_fields(ast.parse((ORIGINAL / f"{cfg_module}.py").read_text()),
+    fallback = {k: v for k, v in literal_fields(_tree(f"{cfg_module}.py", original_text(f"{cfg_module}.py")),
                                                 cfg_class).items() if isinstance(v, (int, float, str, bool))}
     options = choices(t.verify.knobs if t.verify else {}, fallback)
     if forges_report(list(parse(files).values())):

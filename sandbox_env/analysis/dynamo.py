@@ -702,6 +702,9 @@ def run_model(files: dict[str, str], builder: tuple[str, str], cfg: dict, featur
     return (list(outs) if outs is not None else None), list(events), unk
 
 
+run_model.cache_clear = _RUNS.clear  # type: ignore[attr-defined]  # like the lru caches
+
+
 def _run_model(files: dict[str, str], builder: tuple[str, str], cfg: dict, features: int, traced: bool):
     it = Interp(files, traced)
     try:

@@ -9,6 +9,7 @@ from typing import Any
 from sandbox_env.actions import parse_action
 from sandbox_env.environment import INSTRUCTIONS, TriageEnvironment
 from sandbox_env.models import Observation, Outcome
+from sandbox_env.sandbox.verification import check_files
 from sandbox_env.tasks import TaskSpec
 from sandbox_env.traces import load_traces, task_states
 from sandbox_env.workspace import content_hash
@@ -77,7 +78,8 @@ def _public_lines(task: TaskSpec) -> set[str]:
 
 
 def leak_markers(task: TaskSpec) -> frozenset[str]:
-    """Distinctive lines of the task's hidden checks (check.py, drivers, knobs, make_reference)."""
+    """Distinctive lines of everything a verification hides (the task's checks and the kit's
+    verifier modules shipped beside them)."""
     if task.id not in _MARKERS:
         _MARKERS[task.id] = _markers(task)
     return _MARKERS[task.id]
@@ -87,8 +89,10 @@ def _markers(task: TaskSpec) -> frozenset[str]:
     public = _public_lines(task)
     blob = "\n".join(public)
     out = set()
-    for p in sorted(task.checks_dir.glob("*.py")):
-        for ln in p.read_text().splitlines():
+    for name, data in sorted(check_files(task).items()):
+        if not name.endswith(".py"):
+            continue
+        for ln in data.decode().splitlines():
             s = ln.strip()
             # a line the agent can see anyway (or a prefix of one) is no evidence of a leak
             if len(s) >= MARKER_MIN_LEN and s not in blob and re.search(r"[A-Za-z_]\w*", s):

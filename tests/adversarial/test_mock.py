@@ -12,6 +12,7 @@ import pytest
 from sandbox_env.environment import TriageEnvironment
 from sandbox_env.rubrics import ConceptJudge, terminal_score
 from sandbox_env.sandbox.mock import MockSandbox
+from sandbox_env.sandbox.verification import check_files
 from sandbox_env.tasks import TaskRegistry
 from sandbox_env.workspace import Workspace
 
@@ -82,8 +83,10 @@ def test_leak_markers_are_real_check_lines(task_id: str, real_tasks: TaskRegistr
     task = real_tasks.get(task_id)
     markers = leak_markers(task)
     assert len(markers) >= 40
+    hidden = "\n".join(d.decode() for n, d in check_files(task).items() if n.endswith(".py"))
+    assert all(m in hidden for m in markers)
     check_py = (task.checks_dir / "check.py").read_text()
-    assert sum(m in check_py for m in markers) >= 20
+    assert sum(m in check_py for m in markers) >= 3  # the task's own check, not only the kit
 
 
 @pytest.mark.parametrize("task_id", TASK_IDS)

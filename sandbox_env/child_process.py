@@ -70,14 +70,44 @@ def child_env(home: Path | str, *, threads: int = 1, path: str | None = None,
     return env
 
 
-class _Capture:
-    """Drains a pipe in a thread, keeping the first and last ``cap / 2`` bytes."""
+def _text(data: bytes) -> str:
+    """Bytes as text an agent can read: invalid UTF-8 and NUL bytes become U+FFFD."""
+    return data.decode(errors="replace").replace("\x00", "\ufffd")
 
-    def __init__(self, stream: Any, cap: int) -> None:
-        self.half = cap // 2
+
+class OutputCap:
+    """Keeps the first and last ``limit / 2`` bytes of a stream, counting what falls between."""
+
+    def __init__(self, limit: int) -> None:
+        self.half = limit // 2
         self.head = bytearray()
         self.tail = bytearray()
-        self.dropped = 0
+        self.size = 0  # bytes seen
+
+    def feed(self, chunk: bytes) -> None:
+        self.size += len(chunk)
+        room = self.half - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        self.tail += chunk
+        if len(self.tail) > self.half:
+            del self.tail[: len(self.tail) - self.half]
+
+    def text(self) -> str:
+        dropped = self.size - len(self.head) - len(self.tail)
+        if not dropped:
+            return _text(bytes(self.head + self.tail))
+        return (_text(bytes(self.head))
+                + f"\n\n[... output truncated: {dropped} bytes omitted ...]\n\n"
+                + _text(bytes(self.tail)))
+
+
+class _Capture:
+    """Drains pipes in threads into one ``OutputCap``."""
+
+    def __init__(self, stream: Any, cap: int) -> None:
+        self.cap = OutputCap(cap)
         self.lock = threading.Lock()
         self.threads: list[threading.Thread] = []
         self.add(stream)
@@ -91,24 +121,13 @@ class _Capture:
     def _pump(self, stream: Any) -> None:
         while chunk := stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536):
             with self.lock:
-                self._keep(chunk)
-
-    def _keep(self, chunk: bytes) -> None:
-        room = self.half - len(self.head)
-        if room > 0:
-            self.head += chunk[:room]
-            chunk = chunk[room:]
-        self.tail += chunk
-        if len(self.tail) > self.half:
-            self.dropped += len(self.tail) - self.half
-            del self.tail[: len(self.tail) - self.half]
+                self.cap.feed(chunk)
 
     def text(self) -> str:
         for t in self.threads:
             t.join(timeout=5)
-        mid = f"\n\n[... output truncated: {self.dropped} bytes omitted ...]\n\n" if self.dropped else ""
-        text = bytes(self.head).decode(errors="replace") + mid + bytes(self.tail).decode(errors="replace")
-        return text.replace("\x00", "\ufffd")  # NUL bytes, like invalid UTF-8, become U+FFFD
+        with self.lock:
+            return self.cap.text()
 
 
 def run_child(argv: list[str], *, cwd: Path, env: dict[str, str], timeout_s: float,

@@ -7,44 +7,12 @@ annotates the output and classifies the outcome the same way in every mode.
 
 from __future__ import annotations
 
+from ..child_process import OutputCap
 from ..models import Outcome, RunResult
 
 # Text an allocator or interpreter prints when RLIMIT_DATA (or the host) refuses memory.
 OOM_MARKERS = ("can't allocate memory", "Cannot allocate memory", "MemoryError")
 OOM_NOTE = "killed by the container's memory limit (OOM)"
-
-
-def _text(data: bytes) -> str:
-    """Bytes as text an agent can read: invalid UTF-8 and NUL bytes become U+FFFD."""
-    return data.decode(errors="replace").replace("\x00", "\ufffd")
-
-
-class OutputCap:
-    """Keeps the first and last ``limit / 2`` bytes of a stream, counting what falls between."""
-
-    def __init__(self, limit: int) -> None:
-        self.half = limit // 2
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.size = 0  # bytes seen
-
-    def feed(self, chunk: bytes) -> None:
-        self.size += len(chunk)
-        room = self.half - len(self.head)
-        if room > 0:
-            self.head += chunk[:room]
-            chunk = chunk[room:]
-        self.tail += chunk
-        if len(self.tail) > self.half:
-            del self.tail[: len(self.tail) - self.half]
-
-    def text(self) -> str:
-        dropped = self.size - len(self.head) - len(self.tail)
-        if not dropped:
-            return _text(bytes(self.head + self.tail))
-        return (_text(bytes(self.head))
-                + f"\n\n[... output truncated: {dropped} bytes omitted ...]\n\n"
-                + _text(bytes(self.tail)))
 
 
 def cap_output(data: bytes, limit: int) -> str:

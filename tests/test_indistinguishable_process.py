@@ -17,7 +17,7 @@ from sandbox_env.sandbox.process import ProcessSandbox
 from sandbox_env.tasks import load_task
 from sandbox_env.workspace import Workspace
 
-from .test_indistinguishable import ENTRY, LOCATION, PROBE, probe_of, without
+from .test_indistinguishable import ANCESTRY, DEPLOYED, ENTRY, LOCATION, PROBE, probe_of, without
 
 OK, WHY = ProcessSandbox.available()
 if not OK:
@@ -25,7 +25,7 @@ if not OK:
 
 # what process mode does not equalise: the check's scratch in the shared /tmp (HOME), the
 # interpreter path in argv[0], the verification sandbox's rlimits (4 GB data, no CPU limit)
-RESIDUAL = {"tmp", "home", "orig_argv", "executable", "rlimits"}
+RESIDUAL = {"tmp", "home", "orig_argv", "executable", "rlimits", *ANCESTRY}
 BASH = {"SHLVL", "_", "PWD"}  # the agent's command runs through bash; the check's children do not
 
 
@@ -44,8 +44,10 @@ def test_process_mode_differs_only_in_declared_axes_and_known_residuals(sbx: Pro
     assert own["srv"] == [] and own["uid"] == 1000 and own["hostname"] == "localhost"
     assert without(ws, RESIDUAL, BASH) == without(own, RESIDUAL, BASH)
     assert ws["tmp"] == ["check"]  # residual: the check's scratch is under the shared /tmp
-    assert without(at_prod, RESIDUAL | LOCATION, BASH) == without(own, RESIDUAL | LOCATION, BASH)
-    assert at_prod["srv"] == ["probe-job"]
+    assert without(at_prod, RESIDUAL | LOCATION, BASH | DEPLOYED) == \
+        without(own, RESIDUAL | LOCATION, BASH | DEPLOYED)
+    assert DEPLOYED <= set(at_prod["env"]) and at_prod["env"]["USER"] != own["env"].get("USER")
+    assert at_prod["srv"] == ["probe-job"] and at_prod["here"] == sorted([*own["here"], ".git"])
     # torch sets its inductor cache dir in the environment when none is set (the driver imports it)
-    assert without(driver, RESIDUAL | LOCATION | ENTRY, BASH | {"TORCHINDUCTOR_CACHE_DIR"}) == \
-        without(own, RESIDUAL | LOCATION | ENTRY, BASH | {"TORCHINDUCTOR_CACHE_DIR"})
+    assert without(driver, RESIDUAL | LOCATION | ENTRY, BASH | DEPLOYED | {"TORCHINDUCTOR_CACHE_DIR"}) == \
+        without(own, RESIDUAL | LOCATION | ENTRY, BASH | DEPLOYED | {"TORCHINDUCTOR_CACHE_DIR"})

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -209,6 +210,48 @@ def test_checks_are_not_readable_in_a_run(sbx: ProcessSandbox, toy: TaskSpec) ->
     assert "checks/check.py" not in res.output.replace("/checks/check.py:", "")
 
 
+KILLED_SERVER = """
+import pathlib, sys, threading, time
+from sandbox_env.models import Limits
+from sandbox_env.sandbox.process import ProcessSandbox
+from sandbox_env.tasks import TaskRegistry
+from sandbox_env.workspace import Workspace
+toy = TaskRegistry(pathlib.Path(sys.argv[1])).get("toy_mean")
+s = ProcessSandbox()
+threading.Thread(target=s.run, args=(Workspace(toy.repo_files()), "sleep 60", Limits(timeout_s=60), toy),
+                 daemon=True).start()
+time.sleep(3)
+print("running", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_killed_servers_staging_is_reaped(toy: TaskSpec) -> None:
+    """SIGKILL skips the staging dirs' clean-up (the workspace copies); cleanup(), which runs
+    when a process sandbox is created and in ``sandbox-env reap``, removes them; a live
+    process's are kept."""
+    from sandbox_env.sandbox.process.sandbox import _stage_root, reap_staging
+
+    root = Path(_stage_root() or "/tmp")
+    p = subprocess.Popen([sys.executable, "-c", KILLED_SERVER, str(toy.root.parent)],
+                         stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert p.stdout is not None and p.stdout.readline().strip() == "running"
+        mine = sorted(d.name for d in root.iterdir() if re.match(rf"sbx-\w+-{p.pid}-", d.name))
+        assert any(n.startswith("sbx-run-") for n in mine) and any(n.startswith("sbx-process-") for n in mine)
+    finally:
+        os.killpg(p.pid, 9)
+        p.wait()
+    time.sleep(0.5)
+    assert all((root / n).exists() for n in mine)  # left behind by the kill
+    ours = ProcessSandbox()  # a live sandbox's staging stays
+    try:
+        assert reap_staging() >= len(mine)
+        assert not any((root / n).exists() for n in mine) and ours._static.exists()
+    finally:
+        ours.close()
+
+
 def test_provenance_names_the_runner(sbx: ProcessSandbox) -> None:
     p = sbx.provenance()
     assert p["torch"] == "2.13.0" and p["image"].startswith("runner-venv:") and p["bwrap"]
@@ -246,3 +289,25 @@ def test_task_reproduces_and_its_fix_verifies(sbx: ProcessSandbox, real_tasks: T
     assert v.passed, v.reasons
     if os.environ.get("PROCESS_TASKS_PRINT"):
         print(task_id, res.duration_s, v.duration_s)
+
+
+def test_a_check_child_peak_rss_is_the_childs_own(sbx: ProcessSandbox, toy: TaskSpec, tmp_path: Path) -> None:
+    """The check measures its children's peak RSS with wait4 through the nested sandbox; the
+    nested sandbox's own init must not drop it (bubblewrap's init did: a reference training run
+    measured 19 MB, so the oom check failed the reference fix in process mode)."""
+    import shutil
+
+    shutil.copytree(toy.root, tmp_path / "rss_probe")
+    (tmp_path / "rss_probe" / "checks" / "check.py").write_text(
+        "from check_runtime import Check\n\n\n"
+        "def body(ck):\n"
+        "    res = ck.run(['python', '-c', 'b = bytearray(300 * 2**20); b[::4096] = bytes(len(b[::4096]))'],"
+        " timeout_s=60)\n"
+        "    ck.evidence['peak'] = res.peak_rss_mb\n"
+        "    ck.require(res.ok and res.peak_rss_mb >= 300, f'peak {res.peak_rss_mb} MB')\n\n\n"
+        "if __name__ == '__main__':\n"
+        "    Check.main(body)\n")
+    task = TaskRegistry(tmp_path).get("rss_probe")
+    for _ in range(3):  # the lost usage was a race: check more than once
+        v = sbx.verify(Workspace(task.repo_files()), task)
+        assert v.passed, (v.reasons, v.evidence)

@@ -5,8 +5,9 @@ Standard library only; it is the check's ``sys.executable`` inside the verificat
 the host to ``nested.json`` beside it: the same system view, the workspace and /tmp of the
 verification sandbox, its /proc, and no /checks), binds in read-only only the check files the
 command names (its drivers), and runs the runner's interpreter there with the same arguments,
-in the same directory. exec keeps the pid, so the check's timeout, wait status and peak RSS
-(``wait4``) apply to the nested sandbox as they would to a plain child.
+in the same directory, under ``nested_init`` as PID 1. exec keeps the pid, so the check's
+timeout, wait status and peak RSS (``wait4``) apply to the nested sandbox as they would to a
+plain child.
 """
 
 import json
@@ -24,5 +25,5 @@ if __name__ == "__main__":
             args += ["--ro-bind", a, a]
     for name, value in os.environ.items():
         args += ["--setenv", name, value]
-    os.execv(nested["bwrap"], [nested["bwrap"], *args, "--remount-ro", "/", "--chdir", os.getcwd(), "--",
-                               nested["python"], *sys.argv[1:]])
+    os.execv(nested["bwrap"], [nested["bwrap"], *args, "--remount-ro", "/", "--chdir", os.getcwd(),
+                               "--as-pid-1", "--", *nested["init"], nested["python"], *sys.argv[1:]])

@@ -20,6 +20,7 @@ import json
 import logging
 import math
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -79,6 +80,36 @@ def _stage_root() -> str | None:
     return str(shm) if shm.is_dir() and os.access(shm, os.W_OK | os.X_OK) else None
 
 
+def _stage_prefix(kind: str) -> str:
+    """Staging dirs carry the pid of the process that made them: a killed server's are found."""
+    return f"sbx-{kind}-{os.getpid()}-"
+
+
+_STAGED = re.compile(r"^sbx-(process|run|verify|probe)-(\d+)-")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def reap_staging(roots: list[str] | None = None) -> int:
+    """Remove staging dirs whose making process is gone (SIGKILL skips their clean-up)."""
+    n = 0
+    for root in roots or sorted({r for r in (_stage_root(), tempfile.gettempdir()) if r}):
+        for p in Path(root).iterdir() if Path(root).is_dir() else ():
+            m = _STAGED.match(p.name)
+            if m and p.is_dir() and not p.is_symlink() and not _alive(int(m.group(2))):
+                shutil.rmtree(p, ignore_errors=True)
+                n += not p.exists()
+    return n
+
+
 class ProcessSandbox:
     """Bubblewrap sandboxes with the project's runner venv (see the module docstring)."""
 
@@ -95,7 +126,7 @@ class ProcessSandbox:
         self.runner, self.bwrap = runner, bwrap
         self.uid = host_uid()
         self.cgroup_base, self.cgroup_note = cgroups.probe()
-        self._static = Path(tempfile.mkdtemp(prefix="sbx-process-", dir=_stage_root()))
+        self._static = Path(tempfile.mkdtemp(prefix=_stage_prefix("process"), dir=_stage_root()))
         write_etc(self._static / "etc")
         self.view = View(runner.path, runner.base_prefix, str(self._static / "etc"))
         self._write_nested()
@@ -116,7 +147,7 @@ class ProcessSandbox:
         key = f"{bwrap}:{runner.path}"
         with _PROBE_LOCK:
             if key not in _PROBES:
-                with tempfile.TemporaryDirectory(prefix="sbx-probe-") as tmp:
+                with tempfile.TemporaryDirectory(prefix=_stage_prefix("probe")) as tmp:
                     write_etc(Path(tmp))
                     hand_over(Path(tmp), host_uid())
                     _PROBES[key] = probe(bwrap, runner, Path(tmp))
@@ -128,11 +159,14 @@ class ProcessSandbox:
 
     @classmethod
     def create(cls, *, owner: str | None = None) -> ProcessSandbox:
+        reap_staging()
         return cls()
 
     @classmethod
     def cleanup(cls, owner: str | None = None) -> int:
-        return 0  # nothing outlives a run: the pid namespace ends with it, staging dirs are removed
+        """Processes end with their pid namespace; what a killed server leaves is its staging dirs
+        (the workspace copies), removed here and when a sandbox is created."""
+        return reap_staging()
 
     def provenance(self) -> dict[str, Any]:
         return {**self.runner.provenance(), "bwrap": bwrap_version(self.bwrap)}
@@ -147,6 +181,7 @@ class ProcessSandbox:
         (s / "bin").mkdir()
         shutil.copy(HERE / "init.py", s / "init.py")
         shutil.copy(HERE / "launch_check.py", s / "launch_check.py")
+        shutil.copy(HERE / "nested_init.py", s / "nested_init.py")
         wrapper = s / "bin" / "python"
         wrapper.write_text(f"#!{PYTHON} -IS\n" + (HERE / "child_python.py").read_text())
         passthrough = s / "passthrough"
@@ -157,15 +192,18 @@ class ProcessSandbox:
         args = [*namespaces(nested_userns=False), *inner.args(),
                 *scratch_mounts(proc="/proc", workspace_tmpfs=False),
                 "--bind", "/tmp", "/tmp", "--bind", WORKSPACE, WORKSPACE, "--bind", SRV, SRV,
-                "--ro-bind", "/sandbox/passthrough", "/sandbox/bin/python"]
+                "--ro-bind", "/sandbox/passthrough", "/sandbox/bin/python",
+                "--ro-bind", "/sandbox/nested_init.py", "/sandbox/nested_init.py"]
         (s / "bin" / "nested.json").write_text(json.dumps(
-            {"bwrap": "/sandbox/bwrap", "python": PYTHON, "args": args}))
+            {"bwrap": "/sandbox/bwrap", "python": PYTHON, "args": args,
+             "init": [PYTHON, "-IS", "/sandbox/nested_init.py"]}))
 
     def _argv(self, binds: list[str], *, nested: bool) -> list[str]:
         s = str(self._static)
         helpers = ["--ro-bind", f"{s}/init.py", "/sandbox/init.py"]
         if nested:
             helpers += ["--ro-bind", f"{s}/launch_check.py", "/sandbox/launch_check.py",
+                        "--ro-bind", f"{s}/nested_init.py", "/sandbox/nested_init.py",
                         "--ro-bind", f"{s}/bin", "/sandbox/bin", "--ro-bind", f"{s}/passthrough",
                         "/sandbox/passthrough", "--ro-bind", self.bwrap, "/sandbox/bwrap"]
         return [self.bwrap, *namespaces(nested_userns=nested), *self.view.args(), *scratch_mounts(),
@@ -200,7 +238,7 @@ class ProcessSandbox:
         data_mb = min(limits.memory_mb, limits.data_mb or limits.memory_mb)
         rlimits = {"DATA": data_mb << 20, "NPROC": limits.pids, "FSIZE": FSIZE,
                    "CPU": math.ceil(limits.timeout_s * limits.cpus) + 1, "NOFILE": 4096}
-        with tempfile.TemporaryDirectory(prefix="sbx-run-", dir=_stage_root()) as tmp:
+        with tempfile.TemporaryDirectory(prefix=_stage_prefix("run"), dir=_stage_root()) as tmp:
             stage = Path(tmp)
             workspace.write_to(stage / "in")
             (stage / "in").mkdir(exist_ok=True)
@@ -241,7 +279,7 @@ class ProcessSandbox:
                           source="process")
 
     def verify(self, workspace: Workspace, task: TaskSpec) -> Verdict:
-        with tempfile.TemporaryDirectory(prefix="sbx-verify-", dir=_stage_root()) as tmp:
+        with tempfile.TemporaryDirectory(prefix=_stage_prefix("verify"), dir=_stage_root()) as tmp:
             stage = Path(tmp)
             workspace.write_to(stage / "in")
             (stage / "in").mkdir(exist_ok=True)

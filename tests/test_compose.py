@@ -11,6 +11,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from sandbox_env.sandbox.docker import labelled
+
 from .conftest import ROOT, free_port
 
 pytestmark = pytest.mark.docker
@@ -82,6 +84,5 @@ def test_compose_serves_real_docker_episodes(compose_url: str) -> None:
     assert r["observation"]["verdict"]["source"] == "docker" and r["observation"]["score"] < 0.2
     client = docker.from_env()
     time.sleep(1)
-    mine = {"label": ["sandbox-env.role=verify", "sandbox-env.owner=compose-server"]}  # the compose server's
-    leftovers = client.containers.list(all=True, filters=mine)
+    leftovers = labelled(client, ["sandbox-env.role=verify", "sandbox-env.owner=compose-server"])
     assert leftovers == []

@@ -17,6 +17,7 @@ from websockets.sync.client import connect
 
 from sandbox_env.client import TriageClient
 from sandbox_env.oracle import oracle_actions
+from sandbox_env.sandbox.docker import labelled
 from sandbox_env.tasks import TaskRegistry
 
 from .conftest import ROOT, start_server
@@ -144,7 +145,7 @@ def test_4_docker_sessions_over_http_and_ws(toy_root: Path, toy_tasks: TaskRegis
         # the command really runs in each episode's own container: it sees that workspace only
         run_concurrently(url, toy_tasks, ["toy_mean"] * 4, "cat {mark}; ls owner_* ; hostname >/dev/null")
         time.sleep(1)  # the warm pool may be topping itself up
-        left = client.containers.list(all=True, filters={"label": "sandbox-env.owner=pytest-conc"})
+        left = labelled(client, "sandbox-env.owner=pytest-conc")
         assert len(left) <= 2, [c.name for c in left]  # the warm pool only: every run's box is gone
     finally:
         proc.terminate()

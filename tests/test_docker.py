@@ -33,7 +33,7 @@ CLIENT = _engine()
 if CLIENT is None:
     pytest.skip("Docker engine or runner image not available", allow_module_level=True)
 
-from sandbox_env.sandbox.docker import LABEL_OWNER, DockerSandbox  # noqa: E402
+from sandbox_env.sandbox.docker import LABEL_OWNER, DockerSandbox, labelled  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +45,7 @@ def sbx() -> Iterator[DockerSandbox]:
         pytest.fail(f"runtime {s.runtime} is not in effect: {report}")
     yield s
     s.close()
-    left = CLIENT.containers.list(all=True, filters={"label": f"{LABEL_OWNER}=pytest-docker"})
+    left = labelled(CLIENT, f"{LABEL_OWNER}=pytest-docker")
     assert left == [], "containers left behind"
     assert CLIENT.volumes.list(filters={"label": f"{LABEL_OWNER}=pytest-docker"}) == []
 
@@ -125,3 +125,31 @@ def test_verify_hides_checks_and_ignores_forged_verdicts(sbx: DockerSandbox, toy
                "assert not os.access('/checks/check.py', os.R_OK)\ndef mean")
     v = sbx.verify(snoop, toy)
     assert v.passed, v.reasons
+
+
+def test_listing_and_reaping_tolerate_a_box_removed_meanwhile(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A box removed between the engine's listing and its inspection (another reaper, a box's
+    own close) is left out of the listing rather than failing it, and reap goes on to the rest
+    (the CI failure of stop 21: a Ray node's pool refilled while a test listed boxes)."""
+    from sandbox_env.sandbox.docker import reap
+
+    owner = "pytest-gone"
+    label = {LABEL_OWNER: owner}
+    gone, kept = (CLIENT.containers.create("sandbox-env-runner:torch2.13.0", "true", labels=label)
+                  for _ in range(2))
+    collection = type(CLIENT.containers)  # a new collection object on every access
+    real_get = collection.get
+
+    def get_after_removal(self, cid: str):  # type: ignore[no-untyped-def]
+        if cid == gone.id:
+            CLIENT.api.remove_container(cid, force=True)  # removed by someone else just now
+        return real_get(self, cid)
+
+    monkeypatch.setattr(collection, "get", get_after_removal)
+    try:
+        assert [c.id for c in labelled(CLIENT, f"{LABEL_OWNER}={owner}")] == [kept.id]
+        assert reap(CLIENT, owner) == 1
+        assert labelled(CLIENT, f"{LABEL_OWNER}={owner}") == []
+    finally:
+        monkeypatch.undo()
+        reap(CLIENT, owner)

@@ -312,7 +312,10 @@ def test_a_worker_killed_mid_eval_costs_retries_not_scores(ray_env: Cluster, tmp
         ray_env.signal_node(victim, signal.SIGSTOP)
         sbx.open()  # six verifications on six slots: the victim takes its two and holds them
         time.sleep(1.0)  # the survivors go on meanwhile
-        held = sbx.inner._nodes[victim_node].busy  # 2, unless a survivor was free again first
+        # the victim's calls in flight: its verifications (2, unless a survivor was free again
+        # first) and maybe a later episode's run, which fails as an infra run while its episode
+        # goes on elsewhere (CI stop 22: held 2, lost 1)
+        held = sbx.inner._nodes[victim_node].busy
         assert held >= 1
         ray_env.kill(victim)
         th.join(timeout=120)
@@ -324,7 +327,8 @@ def test_a_worker_killed_mid_eval_costs_retries_not_scores(ray_env: Cluster, tmp
     recs = read_records(out / EPISODES_FILE).records
     assert len(recs) == 12
     lost = [r for r in recs if r.status == "infra_error"]
-    assert len(lost) == held and all(r.status == "ok" for r in recs if r not in lost)
+    assert 1 <= len(lost) <= held and all(r.status == "ok" for r in recs if r not in lost)
+    held = len(lost)  # the episodes whose verification died with the victim
     for r in lost:  # not scored, and the failure names the node that died
         assert r.score is None and not r.success and r.verdict is None
         assert r.trajectory[-1].action_type == "submit_fix" and r.trajectory[-1].infra
@@ -406,12 +410,11 @@ def _docker() -> Any:
 
 def _owned(client: Any, owner: str) -> tuple[list[Any], list[Any]]:
     """The containers and volumes of ``owner``'s sandboxes on any node (label ``owner@node``)."""
-    from sandbox_env.sandbox.docker import LABEL_OWNER
+    from sandbox_env.sandbox.docker import LABEL_OWNER, labelled
 
     mine = lambda labels: (labels or {}).get(LABEL_OWNER, "").startswith(f"{owner}@")  # noqa: E731
-    label = {"label": LABEL_OWNER}
-    return ([c for c in client.containers.list(all=True, filters=label) if mine(c.labels)],
-            [v for v in client.volumes.list(filters=label) if mine(v.attrs.get("Labels"))])
+    return ([c for c in labelled(client, LABEL_OWNER) if mine(c.labels)],
+            [v for v in client.volumes.list(filters={"label": LABEL_OWNER}) if mine(v.attrs.get("Labels"))])
 
 
 def _wait_owned(client: Any, owner: str, at_least: int, timeout: float = 120) -> int:

@@ -17,6 +17,7 @@ import pytest
 
 from sandbox_env.client import EnvClientError, TriageClient
 from sandbox_env.oracle import oracle_actions
+from sandbox_env.sandbox.docker import labelled
 from sandbox_env.tasks import TaskRegistry
 
 from .conftest import start_server
@@ -90,7 +91,7 @@ class EngineProxy:
 
 
 def owned(owner: str) -> list:  # type: ignore[type-arg]
-    return CLIENT.containers.list(all=True, filters={"label": f"sandbox-env.owner={owner}"})
+    return labelled(CLIENT, f"sandbox-env.owner={owner}")
 
 
 @pytest.fixture

@@ -19,8 +19,9 @@ Only this package talks to Docker.
 
 from __future__ import annotations
 
-from .containers import LABEL_OWNER, LABEL_ROLE, RUNNER_IMAGE, reap
+from .containers import LABEL_OWNER, LABEL_ROLE, RUNNER_IMAGE, labelled, reap
 from .engine import engine_status as docker_available
 from .sandbox import DockerSandbox
 
-__all__ = ["LABEL_OWNER", "LABEL_ROLE", "RUNNER_IMAGE", "DockerSandbox", "docker_available", "reap"]
+__all__ = ["LABEL_OWNER", "LABEL_ROLE", "RUNNER_IMAGE", "DockerSandbox", "docker_available", "labelled",
+           "reap"]

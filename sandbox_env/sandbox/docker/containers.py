@@ -159,6 +159,14 @@ def run_env(limits: Limits) -> dict[str, str]:
             "TMPDIR": "/tmp", "PYTHONUNBUFFERED": "1", "GLOO_SOCKET_IFNAME": "lo"}
 
 
+def labelled(client: Any, label: str | list[str]) -> list[Any]:
+    """Containers (running or not) carrying ``label`` (``key`` or ``key=value``; a list: all of
+    them). One that is
+    removed between the engine's listing and its inspection (a reaper, a box's own close) is
+    left out rather than failing the whole listing."""
+    return client.containers.list(all=True, filters={"label": label}, ignore_removed=True)
+
+
 def reap(client: Any, owner: str | None = None) -> int:
     """Remove sandbox-env containers and volumes (of one owner, or all); returns how many."""
     label = f"{LABEL_OWNER}={owner}" if owner else LABEL_OWNER

@@ -43,6 +43,9 @@ def verify_in(api: Any, box: Box, workspace: Workspace, task: TaskSpec) -> Verdi
     env = {**verify_env(task), "SANDBOX_CHILD_UID": str(SANDBOX_UID)}
     ex = exec_capped(api, box, ["python", f"{CHECKS_DIR}/check.py", "--workspace", WORKSPACE_DIR],
                      user="0", env=env, timeout_s=CHECK_BUDGET_S, output_limit=CHECK_OUTPUT_CAP,
-                     stdin=(nonce + "\n").encode())
+                     stdin=(nonce + "\n").encode(),
+                     # a verification's production runs start as a deployment's, with no `timeout`
+                     # anywhere above them (check_kit); the watchdog kills the box at the budget
+                     wrap_timeout=False)
     return verdict_from_check(ex.output, nonce, exit_code=ex.exit_code,
                               duration_s=round(ex.duration_s, 3), source="docker", timed_out=ex.timed_out)

@@ -6,6 +6,7 @@ labelled patch) under task_repos/<id>/traces/. Mock mode replays them.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import platform
 import re
@@ -16,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from .models import RunResult, Verdict
-from .tasks import TaskSpec
+from .tasks import TaskSpec, check_files
 from .workspace import Workspace, content_hash
 
 _VOLATILE = [  # what legitimately differs between two recordings of the same state
@@ -36,6 +37,7 @@ class Provenance(BaseModel):
     python: str = Field(default_factory=platform.python_version)
     host: str = Field(default_factory=platform.node)
     recorded_at: str = Field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+    check: str | None = None  # check_digest of the check that gave the verdict (None: before digests)
 
 
 class Trace(BaseModel):
@@ -77,6 +79,22 @@ def load_traces(task: TaskSpec) -> list[Trace]:
     return [Trace.model_validate_json(p.read_text()) for p in sorted(task.traces_dir.glob("*.json"))]
 
 
+def check_digest(task: TaskSpec) -> str:
+    """What a verdict depends on besides the workspace: every file a verification of ``task``
+    is given (its checks, the kit, verify.json, the reference fix), hashed."""
+    h = hashlib.sha256()
+    for name, data in sorted(check_files(task).items()):
+        h.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
+    return "sha256:" + h.hexdigest()[:16]
+
+
+def stale_states(task: TaskSpec) -> set[str]:
+    """The labelled states whose trace is missing, of other files, or judged by another check
+    than the task's current one (recorded before a check or the kit changed)."""
+    digest = check_digest(task)
+    return missing_states(task) | {t.state for t in load_traces(task) if t.provenance.check != digest}
+
+
 def missing_states(task: TaskSpec) -> set[str]:
     """The labelled states with no trace of their current files (new patches, edited ones)."""
     have = {t.state: t.workspace_hash for t in load_traces(task)}
@@ -91,6 +109,7 @@ def record_task(task: TaskSpec, sandbox: Any, provenance: Provenance, *,
     ``only`` restricts the recording to those states (e.g. ``{"patch:x.patch"}``).
     """
     commands = commands or [task.run_command]
+    provenance = provenance.model_copy(update={"check": check_digest(task)})
     out_dir = out_dir or task.traces_dir
     out_dir.mkdir(parents=True, exist_ok=True)
     traces = []
@@ -123,7 +142,9 @@ def scrub(text: str) -> str:
 
 
 def trace_differences(old: Trace, new: Trace) -> list[str]:
-    """What differs between two recordings of one state, beyond volatile details."""
+    """What differs between two recordings of one state, beyond volatile details. Verdict
+    reasons are compared only between verifications that drew the same knobs: they quote the
+    draw and what it yields (an expected mean, a step count), so they vary with it by design."""
     diffs = []
     if old.workspace_hash != new.workspace_hash:
         diffs.append("workspace hash")
@@ -136,6 +157,7 @@ def trace_differences(old: Trace, new: Trace) -> list[str]:
     va, vb = old.verdict, new.verdict
     if (va.passed, va.outcome) != (vb.passed, vb.outcome):
         diffs.append(f"verdict {va.outcome.value} vs {vb.outcome.value}")
-    elif scrub("\n".join(va.reasons)) != scrub("\n".join(vb.reasons)):
+    elif va.evidence.get("knobs") == vb.evidence.get("knobs") \
+            and scrub("\n".join(va.reasons)) != scrub("\n".join(vb.reasons)):
         diffs.append("verdict reasons differ")
     return diffs

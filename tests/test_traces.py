@@ -6,7 +6,7 @@ from pathlib import Path
 
 from sandbox_env.sandbox.local import LocalSandbox
 from sandbox_env.tasks import TaskRegistry
-from sandbox_env.traces import Provenance, load_traces, record_task, scrub, trace_differences
+from sandbox_env.traces import Provenance, load_traces, record_task, scrub, task_states, trace_differences
 
 
 def test_scrub_masks_only_volatile_details() -> None:
@@ -28,3 +28,36 @@ def test_rerecording_is_deterministic(toy_tasks: TaskRegistry, tmp_path: Path) -
     changed.runs[0].output += "\nextra line"
     assert trace_differences(committed[changed.state], changed) == [
         f"run {changed.runs[0].command!r}: output differs"]
+
+
+def test_verdict_reasons_are_compared_under_the_same_draw(toy_tasks: TaskRegistry) -> None:
+    """Reasons quote the drawn knobs and what they yield: a re-recording under another draw may
+    word them differently, one under the same draw may not."""
+    old = load_traces(toy_tasks.get("toy_mean"))[0]
+    assert old.verdict.evidence.get("knobs")  # the kit's check records its draw
+    reworded = old.model_copy(deep=True)
+    reworded.verdict.reasons = [*old.verdict.reasons, "another reason"]
+    assert trace_differences(old, reworded) == ["verdict reasons differ"]
+    reworded.verdict.evidence["knobs"] = {**old.verdict.evidence["knobs"], "count": -1}
+    assert trace_differences(old, reworded) == []
+    reworded.verdict.passed = not old.verdict.passed
+    assert trace_differences(old, reworded) != []
+
+
+def test_a_trace_judged_by_another_check_is_stale(toy_tasks: TaskRegistry, tmp_path: Path) -> None:
+    """Recording stamps the check's digest; a change to the check (or the kit, verify data,
+    reference fix) makes every trace stale, a change to one patch only that state's."""
+    import shutil
+
+    from sandbox_env.traces import check_digest, missing_states, stale_states
+
+    task = toy_tasks.get("toy_mean")
+    assert stale_states(task) == set()
+    assert {t.provenance.check for t in load_traces(task)} == {check_digest(task)}
+    copy = tmp_path / "toy_mean"
+    shutil.copytree(task.root, copy)
+    (copy / "checks" / "check.py").write_text((copy / "checks" / "check.py").read_text() + "\n# changed\n")
+    changed = TaskRegistry(tmp_path).get("toy_mean")
+    assert check_digest(changed) != check_digest(task)
+    assert stale_states(changed) == {s for s, _, _ in task_states(changed)}
+    assert missing_states(changed) == set()

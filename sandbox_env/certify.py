@@ -2,7 +2,8 @@
 
 Runs the unfixed repo's run command K times (the failure must show its signature and not
 pass) and verifies the reference fix K times, in a real sandbox. No retries: a flaky task is
-reported as such.
+reported as such. The tail of an unfixed run that showed the signature is kept: a certified
+variant's incident report quotes it (``variants/logs/<N>.log``).
 """
 
 from __future__ import annotations
@@ -17,8 +18,40 @@ from typing import Any
 from pydantic import BaseModel
 
 from .models import Outcome
-from .tasks import TaskSpec
+from .tasks import TaskRegistry, TaskSpec
 from .workspace import Workspace
+
+
+def parse_indices(spec: str, count: int) -> list[int]:
+    """'all' (1..count-1), 'A-B' or 'A,B,C' -> variant indices (ValueError when out of range)."""
+    spec = spec.replace(" ", "")
+    if spec == "all":
+        return list(range(1, count))
+    out: list[int] = []
+    for part in filter(None, spec.split(",")):
+        lo, _, hi = part.partition("-")
+        if not lo.isdigit() or (hi and not hi.isdigit()):
+            raise ValueError(f"--variants: {part!r} is not an index or a range A-B")
+        out += list(range(int(lo), int(hi or lo) + 1))
+    bad = [i for i in out if not 0 <= i < count]
+    if bad:
+        raise ValueError(f"--variants: {bad} out of range 0..{count - 1}")
+    return sorted(set(out))
+
+
+def certify_targets(tasks: TaskRegistry, named: list[str], variants: str | None) -> list[str]:
+    """The task ids and variant addresses one `certify` invocation covers, in order."""
+    if variants is None:
+        return list(named) or tasks.ids()
+    out: list[str] = []
+    for family in (named or tasks.ids()):
+        if "@" in family:
+            raise ValueError(f"{family}: name families with --variants, or variants without it")
+        data = tasks.variants_data(family)
+        if data is None:
+            raise ValueError(f"{family} declares no variants (task_repos/{family}/variants.toml)")
+        out += [f"{family}@{i}" if i else family for i in parse_indices(variants, data.count)]
+    return out
 
 
 class Certification(BaseModel):
@@ -29,10 +62,14 @@ class Certification(BaseModel):
     bug_durations: list[float]
     fix_durations: list[float]
     notes: list[str]
+    bug_log: str = ""  # the last lines of the last unfixed run that showed the signature
 
     @property
     def certified(self) -> bool:
         return self.reproduced == self.runs and self.fixed == self.runs
+
+
+LOG_LINES = 40  # kept of an unfixed run: a variant's incident report quotes its last lines
 
 
 def certify_task(task: TaskSpec, sandbox: Any, runs: int,
@@ -41,10 +78,13 @@ def certify_task(task: TaskSpec, sandbox: Any, runs: int,
     bug_t: list[float] = []
     fix_t: list[float] = []
     notes: list[str] = []
+    bug_log = ""
     for i in range(runs):
         res = sandbox.run(Workspace(task.repo_files()), task.run_command, task.limits, task)
         ok = res.outcome != Outcome.passed and bool(re.search(task.failure.signature, res.output))
         reproduced += ok
+        if ok:
+            bug_log = "\n".join(res.output.rstrip("\n").split("\n")[-LOG_LINES:]) + "\n"
         bug_t.append(res.duration_s)
         if not ok:
             last = (res.output.strip().splitlines() or [""])[-1][:200]
@@ -59,7 +99,7 @@ def certify_task(task: TaskSpec, sandbox: Any, runs: int,
         log(f"{task.id:28s} run {i + 1}/{runs}: bug {'reproduced' if ok else 'NOT reproduced'} "
             f"({res.duration_s:.1f}s), fix {'passed' if v.passed else 'FAILED'} ({v.duration_s:.1f}s)")
     return Certification(task=task.id, runs=runs, reproduced=reproduced, fixed=fixed,
-                         bug_durations=bug_t, fix_durations=fix_t, notes=notes)
+                         bug_durations=bug_t, fix_durations=fix_t, notes=notes, bug_log=bug_log)
 
 
 def markdown(results: list[Certification], provenance: dict[str, Any]) -> str:

@@ -71,10 +71,14 @@ class TriageEnvironment:
               task: str | None = None, compact: bool = False, **_: Any) -> Observation:
         """Start an episode on ``task`` (or one picked by ``seed``); returns the first observation.
 
+        ``task`` may name a variant (``family@N``); ``task=family`` with a seed is variant
+        ``seed`` of a family that declares variants (``TaskRegistry.resolve``). Without a task
+        the seed picks a family, variant 0.
+
         ``compact`` picks the observation form: by default (the seed's) ``current_files`` holds
         every workspace file on every step; compact sends only the files a step read or changed.
         """
-        spec = self.tasks.get(task) if task else random.Random(seed).choice(list(self.tasks))
+        spec = self.tasks.resolve(task, seed) if task else random.Random(seed).choice(list(self.tasks))
         self.task = spec
         self.compact = compact
         self.workspace = Workspace(spec.repo_files())
@@ -84,6 +88,7 @@ class TriageEnvironment:
         self._state = State(
             episode_id=episode_id or uuid.uuid4().hex, task_name=spec.id, mode=self.mode,  # type: ignore[arg-type]
             seed=seed, max_steps=spec.max_steps, workspace_hash=self.workspace.content_hash(),
+            family=spec.family, variant=spec.variant_index, repo_hash=spec.repo_hash,
         )
         files = self.workspace.paths()
         return self._observe(
@@ -130,6 +135,26 @@ class TriageEnvironment:
         st.workspace_hash = self.workspace.content_hash()
         st.cumulative_reward = round(st.cumulative_reward + obs_kw.get("reward", 0.0), 6)
         return self._observe(**obs_kw)
+
+    def blocks(self, action: ActionModel) -> bool:
+        """Whether ``step(action)`` may wait on I/O or compute at length, so that a caller on an
+        event loop runs it in a worker thread. Reads, edits and diffs never do; a run or a
+        submission does unless the sandbox answers it from memory (``answers_at_once``, e.g.
+        the mock on a recorded or classified state) and, for a submission, the judge does not
+        wait for this explanation (``waits_for``: ConceptJudge on one of up to 4,000 characters)."""
+        if not action.waits or self._state is None or self._state.done:
+            return False  # in memory, or refused at once
+        assert self.workspace is not None and self.task is not None
+        at_once = getattr(self.sandbox, "answers_at_once", None)
+        if at_once is None:
+            return True
+        if isinstance(action, ExecuteBash):
+            return not at_once(self.workspace, self.task, action.command)
+        if isinstance(action, SubmitFix):
+            judge_waits = getattr(self.judge, "waits_for", None)
+            return (judge_waits is None or judge_waits(action.explanation)
+                    or not at_once(self.workspace, self.task))
+        return True
 
     @property
     def state(self) -> State:

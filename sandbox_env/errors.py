@@ -36,6 +36,7 @@ ERRORS: dict[str, ErrorFace] = {
     "VALIDATION_ERROR": ErrorFace(422, JSONRPC_INVALID_PARAMS, "refused"),
     "INVALID_ACTION": ErrorFace(422, JSONRPC_INVALID_PARAMS, "refused"),
     "UNKNOWN_TASK": ErrorFace(404, JSONRPC_INVALID_PARAMS, "refused"),
+    "VARIANT_NOT_CERTIFIED": ErrorFace(409, JSONRPC_INVALID_PARAMS, "refused"),
     "UNKNOWN_EPISODE": ErrorFace(404, JSONRPC_INVALID_PARAMS, "refused"),
     "METHOD_NOT_FOUND": ErrorFace(404, JSONRPC_METHOD_NOT_FOUND, "refused"),
     "NO_EPISODE": ErrorFace(409, JSONRPC_INVALID_PARAMS, "refused"),
@@ -102,6 +103,21 @@ class UnknownTask(RequestError, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return self.message
+
+
+class UnknownVariant(UnknownTask):
+    """A family's variant that does not exist (no variants declared, or the index is out of range);
+    answered like an unknown task (code UNKNOWN_TASK) on every face."""
+
+    def __init__(self, task_id: str, why: str, available: list[str]) -> None:
+        RequestError.__init__(self, f"unknown variant {task_id!r}: {why}")
+        self.task_id, self.available = task_id, available
+
+
+class VariantNotCertified(RequestError):
+    """A variant whose generated repo is not in its family's certified list."""
+
+    code = "VARIANT_NOT_CERTIFIED"
 
 
 class UnknownEpisode(RequestError):

@@ -133,6 +133,9 @@ class State(BaseModel):
     actions_taken: list[str] = Field(default_factory=list)
     workspace_hash: str = ""
     infra_errors: int = 0
+    family: str = Field(default="", description="the task family (task_repos/<family>)")
+    variant: int = Field(default=0, ge=0, description="the family's variant (0: the folder as it is)")
+    repo_hash: str = Field(default="", description="exact content hash of the variant's original repo")
 
 
 class StepResult(BaseModel):

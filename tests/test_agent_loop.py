@@ -86,7 +86,8 @@ def test_one_corrective_retry_per_turn() -> None:
 def test_a_refused_action_is_logged_and_the_model_told() -> None:
     env = FakeEnv(EnvClientError(422, "old_str not found"), _obs(1, reward=0.05, done=True, score=0.9))
     res, lines = play(env, FakeLLM(chat_reply(json.dumps(READ)), chat_reply(json.dumps(RUN))))
-    assert env.resets == [{"task": "t", "seed": 3, "compact": True}]
+    # the seed seeds the model; the agent pins variant 0 (with a task, a seed alone picks a variant)
+    assert env.resets == [{"task": "t@0", "seed": 3, "compact": True}]
     assert env.sent == [READ, RUN] and env.closed
     assert lines[1] == ("[STEP] step=1 action=read_file(a.py) reward=0.00 done=false "
                         "error=environment refused the action: HTTP 422: old_str not found")

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -279,6 +280,23 @@ def test_ctrl_c_keeps_finished_episodes_writes_the_summary_and_resumes(real_task
     assert summary(tmp_path).agents["oracle"].overall.success.rate == 1.0
 
 
+def test_ctrl_c_counts_the_episodes_that_finished_with_it(real_tasks: TaskRegistry, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scheduler wakes late (a loaded machine): episodes 1 and 2 finished and episode 3
+    raised Ctrl-C before it looked, and the one worker went on to the queued episodes."""
+    import sandbox_env.eval.runner as runner_mod
+
+    real_wait = runner_mod.wait
+
+    def late(*a: Any, **kw: Any) -> Any:
+        time.sleep(0.5)
+        return real_wait(*a, **kw)
+
+    monkeypatch.setattr(runner_mod, "wait", late)
+    res = run(tmp_path, real_tasks, Interrupting(), seeds=[0, 1], concurrency=1)
+    assert res.interrupted and res.ran == 2 and len(records(tmp_path)) == 2
+
+
 # --------------------------------------------------------------------------- failures
 class CrashesOn(StepAgent):
     """The oracle, except that it raises in the middle of one task's episodes."""
@@ -486,7 +504,7 @@ def test_cli_eval_then_report_end_to_end(toy_root: Path, tmp_path: Path) -> None
 @pytest.mark.docker
 def test_docker_eval_of_the_toy_task_records_the_image(toy_tasks: TaskRegistry, tmp_path: Path) -> None:
     docker = pytest.importorskip("docker")
-    from sandbox_env.sandbox.docker import RUNNER_IMAGE
+    from sandbox_env.sandbox.docker import RUNNER_IMAGE, labelled
 
     try:
         client = docker.from_env(timeout=5)
@@ -502,6 +520,6 @@ def test_docker_eval_of_the_toy_task_records_the_image(toy_tasks: TaskRegistry, 
         assert r.timings.by_action["execute_bash"] > 0 and r.timings.verification_s > 0
     replay = run(tmp_path, toy_tasks, ReplayAgent(tmp_path), mode="docker", concurrency=2, owner=owner)
     assert replay.ran == 2 and replay.replay_mismatches == 0
-    mine = {"label": f"sandbox-env.owner={owner}"}
-    left = client.containers.list(all=True, filters=mine) + client.volumes.list(filters=mine)
+    mine = f"sandbox-env.owner={owner}"
+    left = labelled(client, mine) + client.volumes.list(filters={"label": mine})
     assert not left, left  # the shared DockerSandbox was closed at the end of each run

@@ -157,3 +157,20 @@ def test_health_says_why_the_backend_serves(toy_root: Path) -> None:
     with TestClient(create_app(Registry(toy_root), named)) as client:
         assert client.get("/health").json()["mode_reason"] == "mock: asked for by name"
     auto.close()
+
+
+def test_default_capacity_follows_the_mode(toy_root: Path) -> None:
+    """Unless told, a mock server admits a thousand live episodes, a real one a few dozen; a
+    number given always wins. Blocking work stays bounded by its own pool either way."""
+    from fastapi.testclient import TestClient
+
+    from sandbox_env.server import ServerConfig, create_app
+    from sandbox_env.server.app import MAX_THREADS, default_max_sessions
+    from sandbox_env.tasks import TaskRegistry as Registry
+
+    mock = registry.make_sandbox("mock")
+    with TestClient(create_app(Registry(toy_root), mock)) as client:
+        assert client.get("/health").json()["max_sessions"] == default_max_sessions("mock") == 1024
+    with TestClient(create_app(Registry(toy_root), mock, ServerConfig(max_sessions=3))) as client:
+        assert client.get("/health").json()["max_sessions"] == 3
+    assert default_max_sessions("docker") == default_max_sessions("process") == 64 == MAX_THREADS

@@ -29,6 +29,13 @@ def test_malformed_task_names_file_and_field(tmp_path: Path) -> None:
     toml.write_text(toml.read_text().replace('difficulty = "easy"', 'difficulty = "trivial"'))
     with pytest.raises(TaskError, match=r"(?s)task\.toml.*difficulty"):
         TaskRegistry(tmp_path)
+    good = (FIXTURE_TASKS / "toy_mean" / "task.toml").read_text()
+    toml.write_text(good.replace("torch = false", "torch = false\nworld_size = 2"))
+    with pytest.raises(TaskError, match=r"(?s)task\.toml.*torch-free project"):
+        TaskRegistry(tmp_path)
+    toml.write_text(good.replace("[verify]", "[unverified]"))
+    with pytest.raises(TaskError, match=r"(?s)task\.toml.*verify"):
+        TaskRegistry(tmp_path)
     toml.write_text("title = [unclosed")
     with pytest.raises(TaskError, match=r"task\.toml"):
         TaskRegistry(tmp_path)

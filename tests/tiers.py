@@ -6,9 +6,12 @@ cover every item. ``rotating(items, env, slices)`` applies the spec found in ``e
 
 | variable | what it slices | auto |
 |---|---|---|
-| ADVERSARIAL_DOCKER_SLICE | the reward-hacking corpus in docker mode | 1/8 a day |
-| ADVERSARIAL_PROCESS_SLICE | the corpus in process mode | 1/12 a day |
+| ADVERSARIAL_DOCKER_SLICE | the reward-hacking corpus in docker mode | 1/16 a day |
+| ADVERSARIAL_PROCESS_SLICE | the corpus in process mode | 1/24 a day |
 | SANDBOX_ENV_TASK_SLICE | the per-task runs with host torch and in process mode | 1/4 a day |
+| SANDBOX_ENV_DOCKER_LABEL_SLICE | labelled states verified in docker (test_docker_tasks) | 1/4 a day |
+| SANDBOX_ENV_RUNSC_SLICE | the task verifications under gVisor (test_runsc) | 1/2 a day |
+| SANDBOX_ENV_DOCKER_VARIANT_SLICE | certified variants, certified again (test_docker_tasks) | one a day |
 """
 
 from __future__ import annotations

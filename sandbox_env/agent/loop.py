@@ -74,6 +74,8 @@ class _Episode:
         then one turn after another until the episode is done, the turn limit is reached, or a
         turn stops it (``res.error`` says why)."""
         cfg, res = self.cfg, self.res
+        if cfg.seed is not None and "@" not in task:  # the seed seeds the model, not a variant choice
+            task = f"{task}@0"
         obs = self.obs = self.client.reset(task=task, seed=cfg.seed, compact=True).observation
         res.episode_id = obs.episode_id
         self.conv = Conversation(cfg, intro_message(obs, run_command, cfg.max_file_chars))

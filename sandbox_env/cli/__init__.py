@@ -11,6 +11,7 @@ import logging
 import os
 import sys
 
+from ..errors import VariantNotCertified
 from ..sandbox import SandboxUnavailable
 from ..sandbox.docker.runtime import RUNTIME_ENV
 from ..tasks import TaskError, UnknownTask
@@ -26,6 +27,6 @@ def main(argv: list[str] | None = None) -> int:
         os.environ[RUNTIME_ENV] = args.runtime
     try:
         return int(args.fn(args) or 0)
-    except (UnknownTask, TaskError, SandboxUnavailable) as exc:
+    except (UnknownTask, TaskError, SandboxUnavailable, VariantNotCertified) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -10,9 +10,11 @@ from ..sandbox import Sandbox, make_sandbox
 from ..tasks import TaskRegistry
 
 
-def task_registry(args: argparse.Namespace) -> TaskRegistry:
-    """The tasks under --task-root (default: ./task_repos)."""
-    return TaskRegistry(Path(args.task_root) if args.task_root else None)
+def task_registry(args: argparse.Namespace, *, allow_uncertified: bool | None = None) -> TaskRegistry:
+    """The tasks under --task-root (default: ./task_repos); ``allow_uncertified``: serve
+    variants not yet certified (None: $SANDBOX_ENV_ALLOW_UNCERTIFIED)."""
+    return TaskRegistry(Path(args.task_root) if args.task_root else None,
+                        allow_uncertified=allow_uncertified)
 
 
 def real_sandbox(args: argparse.Namespace, owner: str) -> tuple[Sandbox, dict[str, Any]]:

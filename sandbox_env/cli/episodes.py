@@ -10,6 +10,7 @@ from .. import __version__
 from ..environment import TriageEnvironment
 from ..sandbox import make_sandbox
 from ..sandbox.ray_backend import ray_mode
+from ..tasks import TaskRegistry
 from ..workspace import Workspace
 from .common import task_registry
 
@@ -34,15 +35,56 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_tasks(args: argparse.Namespace) -> int:
-    tasks = list(task_registry(args))
-    rows = [{"id": t.id, "difficulty": t.difficulty, "max_steps": t.max_steps,
-             "patches": len(t.patches), "title": t.title} for t in tasks]
+    registry = task_registry(args, allow_uncertified=True)  # listing says which are certified
+    if args.variants:
+        return _list_variants(registry, args.json)
+    rows = []
+    for t in registry:
+        data = registry.variants_data(t.id)
+        rows.append({"id": t.id, "difficulty": t.difficulty, "max_steps": t.max_steps,
+                     "patches": len(t.patches), "title": t.title,
+                     "variants": data.count if data else 1,
+                     "train": data.train if data else [0], "test": data.test if data else []})
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    print(f"{'id':28s} {'difficulty':10s} {'steps':>5s} {'patches':>7s}  title")
+    print(f"{'id':28s} {'difficulty':10s} {'steps':>5s} {'patches':>7s} {'variants':>8s} "
+          f"{'train':14s} {'test':8s} title")
     for r in rows:
-        print(f"{r['id']:28s} {r['difficulty']:10s} {r['max_steps']:5d} {r['patches']:7d}  {r['title']}")
+        print(f"{r['id']:28s} {r['difficulty']:10s} {r['max_steps']:5d} {r['patches']:7d} {r['variants']:8d} "
+              f"{_indices(r['train']):14s} {_indices(r['test']) or '-':8s} {r['title']}")
+    print("address a variant as FAMILY@N (reset task=FAMILY@N, or task=FAMILY with seed=N); "
+          "`sandbox-env tasks --variants` lists each one")
+    return 0
+
+
+def _indices(xs: list[int]) -> str:
+    return ",".join(map(str, xs))
+
+
+def _list_variants(registry: TaskRegistry, as_json: bool) -> int:
+    from ..variant_tasks import is_certified
+
+    rows = []
+    for address in registry.variant_ids("all"):
+        spec = registry.get(address)
+        data = registry.variants_data(spec.family)
+        m = spec.variant
+        rows.append({
+            "address": spec.address, "family": spec.family, "variant": spec.variant_index,
+            "split": data.split_of(spec.variant_index) if data else "train", "repo_hash": spec.repo_hash,
+            "certified": m is None or is_certified(spec.base_task.root, m.index, m.repo_hash),
+            "transforms": len(m.transforms) if m else 0, "patches": len(spec.patches),
+            "dropped": len(m.patches_dropped) if m else 0, "placement": (m.placement if m else None) or "-"})
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    print(f"{'address':30s} {'split':5s} {'repo hash':23s} {'certified':9s} {'transforms':>10s} "
+          f"{'patches':>7s} {'dropped':>7s}  placement")
+    for r in rows:
+        cert = "variant 0" if r["variant"] == 0 else "yes" if r["certified"] else "no"
+        print(f"{r['address']:30s} {r['split']:5s} {r['repo_hash']:23s} {cert:9s} {r['transforms']:10d} "
+              f"{r['patches']:7d} {r['dropped']:7d}  {r['placement']}")
     return 0
 
 

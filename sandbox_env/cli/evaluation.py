@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..errors import RequestError
 from .common import task_registry
 
 
@@ -34,12 +35,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
                "max_tokens": args.max_tokens, "llm_retries": args.max_retries,
                "request_timeout_s": args.request_timeout}
         agent = make_agent(args.agent, label=args.label, llm_overrides=llm, replay_agent=args.replay_agent)
-        cfg = EvalConfig(agent=args.agent, tasks=tasks, seeds=seeds, concurrency=args.concurrency,
+        cfg = EvalConfig(agent=args.agent, tasks=tasks, split=args.split, seeds=seeds,
+                         concurrency=args.concurrency,
                          force_concurrency=args.force_concurrency, infra_retries=args.infra_retries,
                          mode=ray_mode(args.mode, args.ray), out=Path(args.out),
                          progress=False if args.no_progress else None, owner=args.owner)
         res = run_eval(cfg, task_registry(args), agent)
-    except (EvalConfigError, ValueError) as exc:
+    except (EvalConfigError, ValueError, RequestError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     for line in summary_lines(res.summary):

@@ -48,7 +48,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    from ..traces import Provenance, missing_states, record_task
+    from ..traces import Provenance, missing_states, record_task, stale_states
 
     tasks = task_registry(args)
     sandbox, where = real_sandbox(args, "record")
@@ -58,7 +58,8 @@ def cmd_record(args: argparse.Namespace) -> int:
         for tid in args.tasks or tasks.ids():
             task = tasks.get(tid)
             if not args.compare:
-                record_task(task, sandbox, prov, only=missing_states(task) if args.missing else None)
+                only = stale_states(task) if args.stale else missing_states(task) if args.missing else None
+                record_task(task, sandbox, prov, only=only)
                 continue
             import tempfile
 
@@ -79,16 +80,34 @@ def cmd_record(args: argparse.Namespace) -> int:
 
 
 def cmd_certify(args: argparse.Namespace) -> int:
-    from ..certify import certify_task, write
+    from ..certify import certify_targets, certify_task, write
+    from ..variant_tasks import record_certified, record_incident_log
 
-    tasks = task_registry(args)
+    tasks = task_registry(args, allow_uncertified=True)  # certifying is how a variant gets certified
+    try:
+        targets = certify_targets(tasks, args.tasks, args.variants)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    specs = [tasks.get(t) for t in targets]  # generated and materialised before any run
+    out = Path(args.out or ("docs/certification-variants.md" if any(s.variant for s in specs)
+                            else "docs/certification.md"))
     sandbox, prov = real_sandbox(args, "certify")
     try:
-        results = [certify_task(tasks.get(t), sandbox, args.runs) for t in (args.tasks or tasks.ids())]
+        results = [certify_task(spec, sandbox, args.runs) for spec in specs]
     finally:
         sandbox.close()
-    write(results, prov, Path(args.out))
-    print(Path(args.out).read_text())
+    write(results, prov, out)
+    print(out.read_text())
+    if args.record_certified:
+        for spec, res in zip(specs, results, strict=True):
+            if spec.variant is not None and res.certified:
+                path = record_certified(spec.base_task.root, spec.variant_index, spec.repo_hash,
+                                        res.runs, str(prov.get("source")))
+                print(f"recorded {spec.id} ({spec.repo_hash}) in {path}")
+                if res.bug_log:
+                    log = record_incident_log(spec.base_task.root, spec.variant_index, res.bug_log)
+                    print(f"its unfixed run, quoted by its incident report: {log}")
     return 0 if all(r.certified for r in results) else 1
 
 
@@ -123,7 +142,8 @@ def cmd_heldout(args: argparse.Namespace) -> int:
             real = sandbox.verify
         mock = MockSandbox()
         try:
-            rows = score(selected, real, mock.verify, workers=args.workers, batch=args.batch)
+            rows = score(selected, real, mock.verify, workers=args.workers, batch=args.batch,
+                         labels=args.labels)
         finally:
             if real is not None:
                 sandbox.close()

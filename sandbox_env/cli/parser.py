@@ -33,7 +33,8 @@ def _episode_commands(sub: Sub) -> None:
     s.add_argument("--mode", choices=mode_choices(), default="mock")
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=int, default=8000)
-    s.add_argument("--max-sessions", type=int, default=64)
+    s.add_argument("--max-sessions", type=int, default=None,
+                   help="live episodes admitted (default: 1024 in mock mode, 64 in real modes)")
     s.add_argument("--idle-timeout", type=float, default=900.0)
     s.add_argument("--log-level", default="info")
     s.add_argument("--ray", metavar="ADDRESS", help="run --mode on the nodes of this Ray cluster "
@@ -42,8 +43,10 @@ def _episode_commands(sub: Sub) -> None:
                                    "its leftovers are reaped at start and on shutdown")
     s.set_defaults(fn=episodes.cmd_serve)
 
-    s = sub.add_parser("tasks", help="list the tasks")
+    s = sub.add_parser("tasks", help="list the task families, their variants and splits")
     s.add_argument("--json", action="store_true")
+    s.add_argument("--variants", action="store_true",
+                   help="one row per variant (family@N): split, repo hash, certified or not")
     s.set_defaults(fn=episodes.cmd_tasks)
 
     s = sub.add_parser("run", help="run a task repo (original or patched) and print the real output")
@@ -93,10 +96,17 @@ def _operator_commands(sub: Sub) -> None:
 
 def _evidence_commands(sub: Sub) -> None:
     s = sub.add_parser("certify", help="run each unfixed repo and its reference fix K times")
-    s.add_argument("tasks", nargs="*")
+    s.add_argument("tasks", nargs="*", help="task ids or family@N variants (default: every task)")
+    s.add_argument("--variants", metavar="INDICES",
+                   help="certify these variants of each named family (or of every family): "
+                        "'all' (1..count-1), '1-7' or '1,3,6'; variant 0 is the task itself")
+    s.add_argument("--record-certified", action="store_true",
+                   help="add each certified variant (>= 1) to task_repos/<family>/variants_certified.toml "
+                        "and keep its unfixed run's last lines for its incident report (variants/logs/N.log)")
     s.add_argument("--runs", type=int, default=5)
     s.add_argument("--mode", choices=mode_choices(real=True, auto=False), default="docker")
-    s.add_argument("--out", default="docs/certification.md")
+    s.add_argument("--out", help="the table (default: docs/certification.md; with variants "
+                                 "docs/certification-variants.md)")
     s.set_defaults(fn=operations.cmd_certify)
 
     s = sub.add_parser("fidelity", help="mock vs docker verdicts over every labelled state, "
@@ -113,6 +123,8 @@ def _evidence_commands(sub: Sub) -> None:
     s.add_argument("--tasks", nargs="*")
     s.add_argument("--workers", type=int, default=1)
     s.add_argument("--batch", default="heldout", help="the batch folder (heldout, heldout2, ...)")
+    s.add_argument("--labels", nargs="+", choices=["correct", "wrong", "cheat"],
+                   help="only the patches with these labels (default: all)")
     s.add_argument("--json-out", default="docs/heldout.json", help="the real verdicts, saved")
     s.add_argument("--out", default="docs/heldout.md")
     s.add_argument("--from-json", action="store_true",
@@ -151,8 +163,12 @@ def _eval_commands(sub: Sub) -> None:
                                                      "(FILE: an episodes.jsonl or its directory)")
     s.add_argument("--label", help="the agent's name in the records (default: oracle, random, llm:MODEL, "
                                    "replay:AGENT)")
-    s.add_argument("--tasks", help="comma-separated task ids or 'all' (default: all; replay: the "
-                                   "recorded ones)")
+    s.add_argument("--tasks", help="comma-separated task ids (family@N for a variant) or 'all' "
+                                   "(default: all; replay: the recorded ones)")
+    s.add_argument("--split", choices=["train", "test", "all"],
+                   help="play every variant of the selected families in this split (family@N, "
+                        "task_repos/<family>/variants.toml); default: the tasks as named, variant 0. "
+                        "Variants >= 1 must be certified (or SANDBOX_ENV_ALLOW_UNCERTIFIED=1)")
     s.add_argument("--seeds", help="comma-separated seeds, e.g. 0,1,2 (default: 0; replay: the "
                                    "recorded ones)")
     s.add_argument("--episodes", type=int, help="N episodes per task: seeds 0..N-1")
@@ -195,6 +211,8 @@ def _record_command(sub: Sub) -> None:
                    help="record into a scratch dir and compare with the committed traces")
     s.add_argument("--missing", action="store_true",
                    help="record only the states with no trace of their current files (new or edited)")
+    s.add_argument("--stale", action="store_true",
+                   help="record the states --missing names and those whose trace another check judged")
     s.set_defaults(fn=operations.cmd_record)
 
 

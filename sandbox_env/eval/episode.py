@@ -38,6 +38,15 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+def variant_fields(task: TaskSpec) -> dict[str, Any]:
+    """The family, variant, split and repo hash an episode record carries."""
+    from ..variants import load_variants_data
+
+    data = load_variants_data(task.base_task.root)
+    split = data.split_of(task.variant_index) if data is not None else ""
+    return {"family": task.family, "variant": task.variant_index, "split": split, "repo_hash": task.repo_hash}
+
+
 def judge_name(judge: ExplanationJudge) -> str:
     return f"llm:{judge.model}" if isinstance(judge, LLMJudge) else type(judge).__name__
 
@@ -81,6 +90,7 @@ class EpisodeRunner:
             record = EpisodeRecord(
                 record_id=uuid.uuid4().hex, agent=key.agent, task=key.task, seed=key.seed,
                 task_version=self.versions.get(task.id, "?"), difficulty=task.difficulty,
+                **variant_fields(task),
                 max_steps=task.max_steps, model=self.agent.model, mode=sandbox.mode, status="env_error",
                 outcome="error", provenance=self._provenance(sandbox, task), started_at=at, finished_at=at,
                 error=f"the eval harness failed on this episode: {type(exc).__name__}: {exc}\n{detail}")
@@ -142,7 +152,7 @@ class EpisodeRunner:
         return EpisodeRecord(
             record_id=uuid.uuid4().hex, agent=key.agent, task=key.task, seed=key.seed,
             task_version=self.versions.get(task.id) or task_version(task), difficulty=task.difficulty,
-            max_steps=task.max_steps, model=self.agent.model,
+            max_steps=task.max_steps, model=self.agent.model, **variant_fields(task),
             agent_info={**self.agent.describe(), **result.info}, mode=sandbox.mode,
             status=status, outcome=outcome,
             verdict_outcome=verdict.outcome.value if verdict is not None else None,

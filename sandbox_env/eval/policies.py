@@ -84,7 +84,8 @@ class StepAgent(Agent):
         return task.max_steps + FREE_INFRA_ERRORS + (self.max_refusals or 0)
 
     def play(self, session: EpisodeSession, task: TaskSpec, seed: int) -> AgentResult:
-        obs = session.reset(task=task.id, seed=seed, compact=True).observation
+        # the address pins the variant: the eval's seed is the agent's, not a variant choice
+        obs = session.reset(task=task.address, seed=seed, compact=True).observation
         pol = self.policy(task, seed)
         refused: str | None = None
         in_a_row = sent = 0
@@ -231,7 +232,7 @@ class LLMAgent(Agent):
 
         cfg = self.cfg.model_copy(update={"seed": seed})
         lines: list[str] = []
-        res = run_episode(session, self.llm, task.id, cfg, emit=lines.append,  # type: ignore[arg-type]
+        res = run_episode(session, self.llm, task.address, cfg, emit=lines.append,  # type: ignore[arg-type]
                           run_command=task.run_command, close=True)
         info = {"turns": res.steps, "env_steps": res.env_steps, "failed_turns": res.failed_turns,
                 "llm_calls": res.llm_calls, "turn_actions": res.actions}

@@ -170,6 +170,11 @@ class EpisodeRecord(BaseModel):
     task: str
     seed: int
     task_version: str
+    family: str = Field(default="", description="the task family (task_repos/<family>)")
+    variant: int = Field(default=0, ge=0, description="the family's variant (0: the folder as it is)")
+    split: str = Field(default="", description="the variant's split: train | test ('' for a task "
+                       "without variants)")
+    repo_hash: str = Field(default="", description="exact content hash of the variant's original repo")
     difficulty: str
     max_steps: int
     model: str | None = None

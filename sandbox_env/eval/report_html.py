@@ -177,6 +177,10 @@ def report_html(s: Summary, title: str, tables: dict[str, Table], img: Callable[
                 f"{html_table(*tables['task'])}</section>")
     body.append(f"<section id='success-difficulty'><h2>{sec['success-difficulty']}</h2>"
                 f"{img('success_per_difficulty')}{html_table(*tables['difficulty'])}</section>")
+    body.append(f"<section id='success-variants'><h2>{sec['success-variants']}</h2>"
+                "<p class='muted'>A family's variants counted together; train and test variants "
+                "apart (the test split is never used to tune checks or classifiers).</p>"
+                f"{html_table(*tables['family'])}{html_table(*tables['split'])}</section>")
     body.append(f"<section id='scores'><h2>{sec['scores']}</h2>{img('score_distribution')}</section>")
     body.append(f"<section id='steps'><h2>{sec['steps']}</h2>{img('steps_to_solve')}</section>")
     body.append(f"<section id='time'><h2>{sec['time']}</h2>{img('time_per_phase')}"

@@ -25,6 +25,8 @@ def report_markdown(s: Summary, title: str, tables: dict[str, Table], figures: l
     parts += [f"## {sec['success-task']}", "", fig["success_per_task"], "", md_table(*tables["task"]), "",
               f"## {sec['success-difficulty']}", "", fig["success_per_difficulty"], "",
               md_table(*tables["difficulty"]), "",
+              f"## {sec['success-variants']}", "", md_table(*tables["family"]), "",
+              md_table(*tables["split"]), "",
               f"## {sec['scores']}", "", fig["score_distribution"], "",
               f"## {sec['steps']}", "", fig["steps_to_solve"], "",
               f"## {sec['time']}", "", fig["time_per_phase"], "", md_table(*tables["phases"]), "",

@@ -6,7 +6,7 @@ import re
 
 from .records import EpisodeRecord
 from .stats import MeanCI, RateCI
-from .summary import DIFFICULTIES, GroupStats, Summary
+from .summary import DIFFICULTIES, AgentSummary, GroupStats, Summary
 
 REPORT_HTML = "report.html"
 REPORT_MD = "report.md"
@@ -16,6 +16,7 @@ SECTIONS = (
     ("overview", "Overview"),
     ("success-task", "Success rate per task"),
     ("success-difficulty", "Success rate per difficulty"),
+    ("success-variants", "Success rate per family and split"),
     ("scores", "Score distribution"),
     ("steps", "Steps to solve"),
     ("time", "Time per phase"),
@@ -62,7 +63,8 @@ def report_tables(s: Summary, records: list[EpisodeRecord]) -> dict[str, Table]:
     """Every table of the report, by name."""
     return {
         "overview": overview_rows(s), "task": group_rows(s, "task"),
-        "difficulty": group_rows(s, "difficulty"), "phases": phase_rows(s),
+        "difficulty": group_rows(s, "difficulty"), "family": group_rows(s, "family"),
+        "split": group_rows(s, "split"), "phases": phase_rows(s),
         "outcomes": outcome_rows(s), "episodes": episode_rows(records),
         "provenance": provenance_rows(records),
     }
@@ -81,20 +83,26 @@ def overview_rows(s: Summary) -> Table:
     return head, rows
 
 
+def _groups(a: AgentSummary, by: str) -> dict[str, GroupStats]:
+    return {"task": a.per_task, "difficulty": a.per_difficulty, "family": a.per_family,
+            "split": a.per_split}[by]
+
+
 def group_rows(s: Summary, by: str) -> Table:
+    """Per task, difficulty, family (a family's variants together) or split (train / test)."""
     head = [by, "agent", "n", "success rate [95% CI]", "mean score [95% CI]", "mean steps",
             "steps to solve (median)", "mean wall s", "outcomes"]
     rows = []
     keys: list[str] = []
     for a in s.agents.values():
-        for k in (a.per_task if by == "task" else a.per_difficulty):
+        for k in _groups(a, by):
             if k not in keys:
                 keys.append(k)
     if by == "difficulty":
         keys = [d for d in DIFFICULTIES if d in keys] + [k for k in keys if k not in DIFFICULTIES]
     for k in keys:
         for a in s.agents.values():
-            g: GroupStats | None = (a.per_task if by == "task" else a.per_difficulty).get(k)
+            g: GroupStats | None = _groups(a, by).get(k)
             if g is None:
                 continue
             name = f"{k} ({s.task_difficulty.get(k, '?')})" if by == "task" else k

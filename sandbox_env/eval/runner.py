@@ -16,7 +16,7 @@ import uuid
 from collections import Counter
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -39,6 +39,9 @@ class EvalConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     agent: str = Field(default="oracle", description="the agent spec, as given (recorded in runs.jsonl)")
     tasks: list[str] | None = Field(default=None, description="task ids; None: all (replay: recorded)")
+    split: Literal["train", "test", "all"] | None = Field(default=None, description=(
+        "play every variant of the selected families in this split (family@N, variants.toml); "
+        "None: the tasks as named (a plain id is variant 0)"))
     seeds: list[int] | None = Field(default=None, description="None: [0] (replay: recorded)")
     concurrency: int = Field(default=4, ge=1, le=256)
     force_concurrency: bool = Field(default=False, description="do not cap K by the CPU count (docker)")
@@ -117,6 +120,8 @@ class EvalRunner:
         """Every episode identity of this invocation, interleaved by seed."""
         recorded = self.agent.available() if isinstance(self.agent, ReplayAgent) else None
         ids = self.cfg.tasks or (sorted({t for t, _ in recorded}) if recorded else self.tasks.ids())
+        if self.cfg.split is not None:
+            ids = self._split_ids(ids, self.cfg.split)
         for t in ids:
             self.tasks.get(t)  # UnknownTask names the available ones
         seeds = self.cfg.seeds
@@ -131,6 +136,15 @@ class EvalRunner:
                                       + ", ".join(f"{k.task} seed={k.seed}" for k in missing[:8]))
             keys = [k for k in keys if (k.task, k.seed) in have]
         return keys
+
+    def _split_ids(self, ids: list[str], split: str) -> list[str]:
+        """The task ids of every variant in ``split`` of the families ``ids`` name (a task
+        without variants is its own train variant 0); variant 0 keeps its plain id."""
+        families = {t.partition("@")[0] for t in ids}
+        out = [self.tasks.get(a).id for a in self.tasks.variant_ids(split) if a.partition("@")[0] in families]
+        if not out:
+            raise EvalConfigError(f"no variant of {', '.join(sorted(families))} is in split {split!r}")
+        return out
 
     def _newest(self) -> dict[EpisodeKey, EpisodeRecord]:
         """The newest record of every identity already in the directory (resume)."""
@@ -173,11 +187,14 @@ class EvalRunner:
 
     # -- running --------------------------------------------------------------------------
     def run_one(self, key: EpisodeKey, sandbox: Sandbox) -> EpisodeRecord | None:
-        """One episode on a worker thread, counted as running while it plays; never raises."""
+        """One episode on a worker thread, counted as running while it plays; raises only Ctrl-C."""
         with self._lock:
             self._running += 1
         try:
             return self.episodes.run(key, sandbox)
+        except KeyboardInterrupt:
+            self.stop.set()  # at once: episodes queued behind this one must not start playing
+            raise
         finally:
             with self._lock:
                 self._running -= 1
@@ -198,9 +215,14 @@ class EvalRunner:
             try:
                 while pending:
                     done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                    ctrl_c = False  # an episode raised Ctrl-C: count the others that finished with it first
                     for fut in done:
                         key = pending.pop(fut)
-                        rec = fut.result()
+                        try:
+                            rec = fut.result()
+                        except KeyboardInterrupt:
+                            ctrl_c = True
+                            continue
                         if rec is None:
                             continue
                         if (rec.status in RETRIED_STATUSES and attempts[key] < self.cfg.infra_retries
@@ -213,6 +235,8 @@ class EvalRunner:
                         counts["verified"] += rec.outcome == "verified"
                         counts["replay_mismatch"] += bool(rec.replay and not rec.replay.matches)
                         progress.update(counts, self._running, rec)
+                    if ctrl_c:
+                        raise KeyboardInterrupt
             except KeyboardInterrupt:
                 self.stop.set()  # running episodes end at their next environment call
                 for f in pending:

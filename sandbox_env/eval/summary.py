@@ -1,4 +1,5 @@
-"""summary.json: per-agent, per-task and per-difficulty statistics of an eval directory."""
+"""summary.json: per-agent, per-task, per-difficulty, per-family and per-split statistics of an
+eval directory."""
 
 from __future__ import annotations
 
@@ -83,6 +84,10 @@ class AgentSummary(BaseModel):
     overall: GroupStats
     per_task: dict[str, GroupStats]
     per_difficulty: dict[str, GroupStats]
+    per_family: dict[str, GroupStats] = Field(default_factory=dict, description="variants of a "
+                                              "family together (records without a family: their task)")
+    per_split: dict[str, GroupStats] = Field(default_factory=dict, description="train / test variants "
+                                             "(records of tasks without variants are not in a split)")
     replay: ReplaySummary | None = None
 
 
@@ -173,6 +178,10 @@ def summarize(records: list[EpisodeRecord], runs: list[RunInfo] | None = None, d
             per_task={t: group_stats(r for r in mine if r.task == t) for t in _order({r.task for r in mine})},
             per_difficulty={d: group_stats(r for r in mine if r.difficulty == d)
                             for d in _order({r.difficulty for r in mine}, DIFFICULTIES)},
+            per_family={f: group_stats(r for r in mine if (r.family or r.task) == f)
+                        for f in _order({r.family or r.task for r in mine})},
+            per_split={sp: group_stats(r for r in mine if r.split == sp)
+                       for sp in _order({r.split for r in mine if r.split}, ("train", "test"))},
             replay=ReplaySummary(
                 checked=len(replays),
                 mismatches=sum(not r.replay.matches for r in replays if r.replay),

@@ -1,0 +1,453 @@
+"""Seeded variants (sandbox_env/variants.py, variant_tasks.py): generation, addressing, splits,
+the certified list, and mock mode over variants. Fast: no docker, no torch."""
+
+from __future__ import annotations
+
+import ast
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sandbox_env.certify import certify_targets, parse_indices
+from sandbox_env.environment import TriageEnvironment
+from sandbox_env.errors import UnknownTask, UnknownVariant, VariantNotCertified
+from sandbox_env.sandbox.mock import MockSandbox
+from sandbox_env.tasks import TaskRegistry
+from sandbox_env.traces import task_states
+from sandbox_env.variant_tasks import CACHE_ENV, record_certified
+from sandbox_env.variants import CERTIFIED_FILE, Family, Variant, replace_log_block, to_base
+from sandbox_env.workspace import Workspace, apply_patch
+
+ROOT = Path(__file__).resolve().parent.parent
+FAMILIES = ["compile_graph_break", "ddp_gradient_hang", "fsdp_collective_deadlock", "oom_graph_leak"]
+
+
+@pytest.fixture(autouse=True)
+def variant_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    cache = tmp_path_factory.getbasetemp() / "variant-cache"
+    monkeypatch.setenv(CACHE_ENV, str(cache))
+    return cache
+
+
+@pytest.fixture(scope="module")
+def families() -> dict[str, Family]:
+    return {f: Family(ROOT / "task_repos" / f) for f in FAMILIES}
+
+
+@pytest.fixture(scope="module")
+def open_tasks() -> TaskRegistry:
+    """The real tasks, uncertified variants allowed (what development and tests opt into)."""
+    return TaskRegistry(ROOT / "task_repos", allow_uncertified=True)
+
+
+@pytest.fixture(scope="module")
+def generated(families: dict[str, Family]) -> dict[tuple[str, int], Variant]:
+    """Every variant of every family, generated once for the module."""
+    return {(f.name, i): f.generate(i) for f in families.values() for i in range(f.data.count)}
+
+
+def _variants(families: dict[str, Family], generated: dict[tuple[str, int], Variant]
+              ) -> Iterator[tuple[Family, int, Variant]]:
+    for fam in families.values():
+        for i in range(1, fam.data.count):
+            yield fam, i, generated[fam.name, i]
+
+
+# --------------------------------------------------------------------------- generation
+def test_every_family_declares_eight_variants_with_two_test(families: dict[str, Family]) -> None:
+    for fam in families.values():
+        assert fam.data.count >= 8 and len(fam.data.test) >= 2 and 0 in fam.data.train
+
+
+def test_generation_is_deterministic_and_seeds_differ(families: dict[str, Family],
+                                                      generated: dict[tuple[str, int], Variant]) -> None:
+    for fam in families.values():
+        hashes = set()
+        for i in range(fam.data.count):
+            a, b = generated[fam.name, i], Family(fam.root).generate(i)  # a fresh Family: same bytes
+            assert a.repo == b.repo and a.patches == b.patches and a.solution_patch == b.solution_patch
+            assert a.manifest == b.manifest and a.task_toml == b.task_toml
+            hashes.add(a.manifest.repo_hash)
+        assert len(hashes) == fam.data.count, f"{fam.name}: two variants have the same repo"
+
+
+def test_variant_zero_is_the_folder_byte_for_byte(families: dict[str, Family],
+                                                  open_tasks: TaskRegistry) -> None:
+    for name, fam in families.items():
+        v0 = fam.generate(0)
+        folder = ROOT / "task_repos" / name
+        on_disk = {p.relative_to(folder / "repo").as_posix(): p.read_bytes()
+                   for p in (folder / "repo").rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+        assert {p: t.encode() for p, t in v0.repo.items()} == on_disk
+        assert v0.solution_patch == (folder / "solution.patch").read_text()
+        assert v0.manifest.transforms == []
+        assert open_tasks.get(f"{name}@0") is open_tasks.get(name)
+        assert open_tasks.get(name).repo_hash == v0.manifest.repo_hash
+
+
+def test_every_variant_compiles_and_its_entry_points_exist(families: dict[str, Family],
+                                                           generated: dict[tuple[str, int], Variant]) -> None:
+    for fam, i, v in _variants(families, generated):
+        trees = {p: ast.parse(t, p) for p, t in v.repo.items() if p.endswith(".py")}
+        entry = v.task_toml["entry"]
+        for mod in entry["modules"]:
+            assert f"{mod}.py" in v.repo, (fam.name, i, mod)
+        cfg_mod, _, cfg_cls = entry["config"].partition(":")
+        train_mod, _, train_fn = entry["train"].partition(":")
+        classes = {n.name: n for n in ast.walk(trees[f"{cfg_mod}.py"]) if isinstance(n, ast.ClassDef)}
+        assert cfg_cls in classes, (fam.name, i, entry)
+        fields = {s.target.id for s in classes[cfg_cls].body
+                  if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)}
+        assert train_fn in {n.name for n in trees[f"{train_mod}.py"].body if isinstance(n, ast.FunctionDef)}
+        verify = v.task_toml["verify"]
+        assert set(verify.get("knobs", {})) <= fields, (fam.name, i, set(verify["knobs"]) - fields)
+        assert set(verify.get("set", {})) <= fields
+        assert v.task_toml["signal_files"] and all(p in v.repo for p in v.task_toml["signal_files"])
+        for old, new in v.manifest.renames.items():  # no variant-0 name is left in the code
+            assert old not in {t.id for t in _names(trees)}, (fam.name, i, old, new)
+
+
+def _names(trees: dict[str, ast.Module]) -> list[ast.Name]:
+    return [n for t in trees.values() for n in ast.walk(t) if isinstance(n, ast.Name)]
+
+
+def test_concepts_and_signal_files_follow_the_variant(generated: dict[tuple[str, int], Variant]) -> None:
+    for (family, i), v in generated.items():
+        if i == 0:
+            continue
+        pats = [p for c in v.task_toml["concepts"] for p in c["patterns"]]
+        for old, new in v.manifest.renames.items():
+            if any(old in p for c in generated[family, 0].task_toml["concepts"] for p in c["patterns"]):
+                assert any(new in p for p in pats), (family, i, old, new)
+        if v.manifest.placement and family != "fsdp_collective_deadlock":  # fsdp's stays in train.py
+            assert len(v.task_toml["signal_files"]) > len(generated[family, 0].task_toml["signal_files"])
+
+
+def test_variants_change_names_and_sizes(families: dict[str, Family],
+                                         generated: dict[tuple[str, int], Variant]) -> None:
+    for fam, i, v in _variants(families, generated):
+        kinds = {t.kind for t in v.manifest.transforms}
+        assert {"rename", "rename_module"} <= kinds, (fam.name, i, kinds)
+
+
+def test_transformed_patches_apply_and_map_back(families: dict[str, Family],
+                                                generated: dict[tuple[str, int], Variant]) -> None:
+    """Every labelled state of every variant maps back to variant 0's state exactly, so variant
+    0's classifier gives it variant 0's label (the classifier is a function of the files)."""
+    originals = {f.name: {name: apply_patch(f.repo(), (f.root / "patches" / name).read_text())
+                          for name in generated[f.name, 0].patches} for f in families.values()}
+    for fam, i, v in _variants(families, generated):
+        base_cfg = fam.task_toml["entry"]["config"]
+        placement = next((p for p in fam.data.placement if p.name == v.manifest.placement), None)
+        solution_file = placement.solution if placement else "solution.patch"
+        fixed = apply_patch(v.repo, v.solution_patch)
+        reference = apply_patch(v.base_repo, (fam.root / solution_file).read_text())
+        assert to_base(fixed, v.manifest, base_cfg) == reference
+        assert set(v.patches) | {d.file for d in v.manifest.patches_dropped} == set(originals[fam.name])
+        if placement is None:
+            assert v.base_repo == fam.repo() and not v.manifest.patches_dropped
+        for name, text in v.patches.items():
+            patched = apply_patch(v.repo, text)
+            original = (originals[fam.name][name] if placement is None
+                        else apply_patch(v.base_repo, (fam.root / "patches" / name).read_text()))
+            assert to_base(patched, v.manifest, base_cfg) == original, (fam.name, i, name)
+
+
+def test_the_incident_report_is_renamed_and_has_a_hook_for_the_variants_own_log(
+        families: dict[str, Family], generated: dict[tuple[str, int], Variant]) -> None:
+    fam, v = families["oom_graph_leak"], generated["oom_graph_leak", 3]
+    assert "not yet re-recorded" in v.manifest.incident_report
+    for old, new in v.manifest.module_renames.items():
+        if f"/{old}.py" in fam.task_toml["incident_report"]:
+            assert f"/{new}.py" in v.task_toml["incident_report"]
+            assert f"/{old}.py" not in v.task_toml["incident_report"]
+    report = "INC-1\n\nLast lines:\n\n    old line 1\n    old line 2\n\nImpact: none\n"
+    assert replace_log_block(report, "new 1\nnew 2\nnew 3\n", keep=2) == (
+        "INC-1\n\nLast lines:\n\n    new 2\n    new 3\n\nImpact: none\n")
+
+
+def test_certification_keeps_the_unfixed_run_and_the_report_quotes_it(tmp_path: Path) -> None:
+    """certify --record-certified: the tail of a variant's own unfixed run replaces variant 0's
+    quoted log in that variant's incident report (the sandbox here is a stub: logic only)."""
+    from sandbox_env.certify import LOG_LINES, certify_task
+    from sandbox_env.models import Outcome, RunResult, Verdict
+    from sandbox_env.variant_tasks import record_incident_log
+
+    root = tmp_path / "tasks"
+    shutil.copytree(ROOT / "task_repos" / "oom_graph_leak", root / "oom_graph_leak",
+                    ignore=shutil.ignore_patterns("heldout*", "traces", "__pycache__"))
+    spec = TaskRegistry(root, allow_uncertified=True).get("oom_graph_leak@3")
+    lines = [f"epoch line {i}" for i in range(60)]
+    lines.append("RuntimeError: DefaultCPUAllocator: can't allocate memory")
+
+    class Stub:
+        def run(self, ws: Workspace, command: str, limits: object, task: object) -> RunResult:
+            return RunResult(command=command, output="\n".join(lines), exit_code=1,
+                             outcome=Outcome.failed, duration_s=1.0)
+
+        def verify(self, ws: Workspace, task: object) -> Verdict:
+            return Verdict(passed=True, outcome=Outcome.passed)
+
+    res = certify_task(spec, Stub(), runs=1, log=lambda _: None)
+    assert res.certified and res.bug_log.splitlines() == lines[-LOG_LINES:]
+    record_incident_log(root / "oom_graph_leak", 3, res.bug_log)
+    v = Family(root / "oom_graph_leak").generate(3)
+    assert "this variant's own run" in v.manifest.incident_report
+    assert "    RuntimeError: DefaultCPUAllocator" in v.task_toml["incident_report"]
+    assert "epoch line 59" in v.task_toml["incident_report"]
+    assert "epoch line 40" not in v.task_toml["incident_report"]  # only the last lines are quoted
+
+
+# --------------------------------------------------------------------------- classification
+@pytest.mark.parametrize("family", FAMILIES)
+def test_the_inverse_rename_restores_every_labelled_state_label(open_tasks: TaskRegistry,
+                                                                family: str) -> None:
+    """The variant's classifier (inverse rename + variant 0's) on every labelled state of a
+    train and a test variant and of the first variant with a placement (its states map back to
+    variant 0's names with the bug moved: the classifier sees code it was never tuned on); every
+    other variant without a placement is covered by the exact map-back above."""
+    data = open_tasks.variants_data(family)
+    assert data is not None
+    placed = [i for i in range(1, data.count) if open_tasks.get(f"{family}@{i}").variant.placement]  # type: ignore[union-attr]
+    assert placed, f"{family}: no variant draws a placement"
+    for i in sorted({1, data.test[0], placed[0]}):
+        spec = open_tasks.get(f"{family}@{i}")
+        for state, behaviour, files in task_states(spec):
+            assert spec.classifier(files) == behaviour, (spec.id, state)
+
+
+def test_a_variant_zero_name_in_a_variant_workspace_is_unsure(open_tasks: TaskRegistry) -> None:
+    spec = open_tasks.get("oom_graph_leak@2")
+    assert spec.variant is not None
+    old = next(iter(spec.variant.renames))  # a variant-0 identifier the variant renamed
+    files = apply_patch(spec.repo_files(), spec.solution_patch)
+    files["train.py"] += f"\n\n{old} = None\n"
+    assert spec.classifier(files) == "unsure"
+    v = MockSandbox().verify(Workspace(files), spec)
+    assert v.provenance == "unsure" and not v.passed
+    module = next(iter(spec.variant.module_renames))  # a variant-0 module file planted beside
+    files = {**apply_patch(spec.repo_files(), spec.solution_patch), f"{module}.py": "X = 1\n"}
+    assert spec.classifier(files) == "unsure"
+
+
+# --------------------------------------------------------------------------- mock mode
+def test_mock_replays_variant_zero_mapped_and_never_says_recorded(open_tasks: TaskRegistry) -> None:
+    spec = open_tasks.get("oom_graph_leak@6")
+    assert spec.variant is not None
+    mock = MockSandbox()
+    run = mock.run(Workspace(spec.repo_files()), spec.run_command, spec.limits, spec)
+    assert run.source.startswith("mock:variant0-mapped:")
+    assert "not a run of this variant" in run.output and "exact workspace state" not in run.output
+    for module, new in spec.variant.module_renames.items():  # the traceback names the variant's files
+        assert f"/{module}.py" not in run.output or f"{module}.py" not in spec.variant.module_renames
+        if f"/{module}.py" in run.output:
+            pytest.fail(f"{module}.py of variant 0 in the output (variant names it {new}.py)")
+    bug = mock.verify(Workspace(spec.repo_files()), spec)
+    fixed = mock.verify(Workspace(apply_patch(spec.repo_files(), spec.solution_patch)), spec)
+    assert not bug.passed and fixed.passed
+    for v in (bug, fixed):
+        assert v.provenance == "inferred" and v.source.startswith("mock:variant0-mapped:")
+        assert any("not a run of this variant" in r for r in v.reasons)
+    ls = mock.run(Workspace(spec.repo_files()), "ls", spec.limits, spec)
+    assert set(ls.output.split()) == set(spec.repo_files())
+
+
+# --------------------------------------------------------------------------- addressing
+def test_registry_addresses_variants_in_the_cache(open_tasks: TaskRegistry, variant_cache: Path) -> None:
+    spec = open_tasks.get("oom_graph_leak@3")
+    assert spec.id == "oom_graph_leak@3" and spec.family == "oom_graph_leak" and spec.variant_index == 3
+    assert spec.root.is_relative_to(variant_cache) and not spec.root.is_relative_to(ROOT)
+    assert spec.variant is not None and spec.variant.split == "train"
+    assert spec.repo_hash == spec.variant.repo_hash
+    assert json.loads((spec.root / "variant.json").read_text())["repo_hash"] == spec.repo_hash
+    assert spec.address == "oom_graph_leak@3"
+    assert open_tasks.get("oom_graph_leak").address == "oom_graph_leak@0"
+    assert not (spec.root / "classifier.py").exists() and (spec.root / "checks" / "check.py").exists()
+    assert open_tasks.get("oom_graph_leak@3") is spec  # generated once per registry
+
+
+@pytest.mark.parametrize("bad", ["oom_graph_leak@8", "oom_graph_leak@-1", "oom_graph_leak@x", "nope@1"])
+def test_unknown_variants_are_unknown_tasks(open_tasks: TaskRegistry, bad: str) -> None:
+    with pytest.raises(UnknownTask) as exc:
+        open_tasks.get(bad)
+    assert exc.value.code == "UNKNOWN_TASK" and exc.value.status == 404
+
+
+def test_reset_seed_with_and_without_task(open_tasks: TaskRegistry) -> None:
+    env = TriageEnvironment(open_tasks, MockSandbox())
+    by_seed = env.reset(task="oom_graph_leak", seed=3)
+    st = env.state
+    assert (st.family, st.variant, st.task_name) == ("oom_graph_leak", 3, "oom_graph_leak@3")
+    assert by_seed.current_files == open_tasks.get("oom_graph_leak@3").repo_files()
+    env.reset(task="oom_graph_leak@3", seed=5)  # an explicit variant wins over the seed
+    assert env.state.variant == 3 and env.state.repo_hash == st.repo_hash
+    env.reset(task="oom_graph_leak")
+    assert env.state.variant == 0 and env.state.repo_hash == open_tasks.get("oom_graph_leak").repo_hash
+    for seed in range(12):  # no task: the seed picks a family, variant 0 (today's meaning)
+        env.reset(seed=seed)
+        assert env.state.variant == 0 and env.state.family == env.state.task_name
+    with pytest.raises(UnknownVariant):
+        env.reset(task="oom_graph_leak", seed=99)
+
+
+def test_a_task_without_variants_keeps_the_seed_as_today(toy_tasks: TaskRegistry) -> None:
+    env = TriageEnvironment(toy_tasks, MockSandbox())
+    env.reset(task="toy_mean", seed=3)
+    assert (env.state.task_name, env.state.variant, env.state.seed) == ("toy_mean", 0, 3)
+    with pytest.raises(UnknownVariant):
+        toy_tasks.get("toy_mean@1")
+
+
+def test_http_reset_of_unknown_or_uncertified_variants_is_4xx() -> None:
+    from fastapi.testclient import TestClient
+
+    from sandbox_env.server import create_app
+
+    strict = TaskRegistry(ROOT / "task_repos", allow_uncertified=False)
+    mock = MockSandbox()
+    with TestClient(create_app(strict, mock)) as client:
+        for body, status, code in [({"task": "oom_graph_leak@8"}, 404, "UNKNOWN_TASK"),
+                                   ({"task": "oom_graph_leak", "seed": 42}, 404, "UNKNOWN_TASK"),
+                                   ({"task": "oom_graph_leak@2"}, 409, "VARIANT_NOT_CERTIFIED"),
+                                   ({"task": "oom_graph_leak", "seed": 2}, 409, "VARIANT_NOT_CERTIFIED")]:
+            r = client.post("/reset", json=body)
+            assert r.status_code == status, (body, r.text)
+            assert code in r.text
+        ok = client.post("/reset", json={"task": "oom_graph_leak@0", "seed": 2})
+        assert ok.status_code == 200
+        eid = ok.json()["episode_id"]
+        state = client.get("/state", params={"episode_id": eid}).json()
+        assert state["family"] == "oom_graph_leak" and state["variant"] == 0 and state["repo_hash"]
+
+
+def test_ws_reports_an_unknown_variant_with_the_task_error_code(open_tasks: TaskRegistry) -> None:
+    from fastapi.testclient import TestClient
+
+    from sandbox_env.server import create_app
+
+    with TestClient(create_app(open_tasks, MockSandbox())) as client, client.websocket_connect("/ws") as ws:
+        ws.send_json({"type": "reset", "data": {"task": "oom_graph_leak@11"}})
+        reply = ws.receive_json()
+        assert reply["type"] == "error" and "UNKNOWN_TASK" in json.dumps(reply)
+
+
+def test_mcp_reports_unknown_and_uncertified_variants_as_invalid_params() -> None:
+    from fastapi.testclient import TestClient
+
+    from sandbox_env.server import create_app
+
+    strict = TaskRegistry(ROOT / "task_repos", allow_uncertified=False)
+    with TestClient(create_app(strict, MockSandbox())) as client:
+        for task, seed, code in [("oom_graph_leak@12", None, "UNKNOWN_TASK"),
+                                 ("oom_graph_leak", 5, "VARIANT_NOT_CERTIFIED")]:
+            params = {"task": task, **({"seed": seed} if seed is not None else {})}
+            r = client.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "openenv/session/create",
+                                          "params": params})
+            err = r.json()["error"]
+            assert err["code"] == -32602 and err["data"]["code"] == code, r.text
+
+
+# --------------------------------------------------------------------------- splits, certification
+def test_splits_are_listed(open_tasks: TaskRegistry, capsys: pytest.CaptureFixture[str]) -> None:
+    from sandbox_env.cli import main
+
+    test_ids = open_tasks.variant_ids("test")
+    assert {f"{f}@6" for f in FAMILIES} | {f"{f}@7" for f in FAMILIES} == set(test_ids)
+    assert len(open_tasks.variant_ids("all")) == 32 and "oom_graph_leak@0" in open_tasks.variant_ids("train")
+    assert main(["--task-root", str(ROOT / "task_repos"), "tasks", "--json"]) == 0
+    rows = {r["id"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["oom_graph_leak"]["variants"] == 8 and rows["oom_graph_leak"]["test"] == [6, 7]
+
+
+def test_eval_split_plans_the_test_variants_and_records_them(open_tasks: TaskRegistry,
+                                                             tmp_path: Path) -> None:
+    from sandbox_env.eval import EvalConfig, make_agent, run_eval
+
+    cfg = EvalConfig(agent="oracle", tasks=["oom_graph_leak"], split="test", mode="mock", out=tmp_path,
+                     progress=False, concurrency=2)
+    res = run_eval(cfg, open_tasks, make_agent("oracle"), sandbox=MockSandbox(), emit=lambda _: None)
+    records = [json.loads(line) for line in (tmp_path / "episodes.jsonl").read_text().splitlines()]
+    assert sorted(r["task"] for r in records) == ["oom_graph_leak@6", "oom_graph_leak@7"]
+    for r in records:
+        assert r["family"] == "oom_graph_leak" and r["split"] == "test" and r["variant"] in (6, 7)
+        assert r["repo_hash"].startswith("sha256:") and r["success"], r.get("error")
+    oracle = next(iter(res.summary.agents.values()))
+    assert set(oracle.per_split) == {"test"} and oracle.per_split["test"].n == 2
+    assert oracle.per_family["oom_graph_leak"].success.rate == 1.0
+    from sandbox_env.eval.report import build_report
+
+    md = build_report(tmp_path).markdown.read_text()
+    section = md.split("## Success rate per family and split", 1)[1].split("\n## ", 1)[0]
+    assert "| oom_graph_leak | oracle | 2 |" in section and "| test | oracle | 2 |" in section, section
+
+
+def test_uncertified_variants_are_refused_until_recorded(tmp_path: Path) -> None:
+    root = tmp_path / "tasks"
+    shutil.copytree(ROOT / "task_repos" / "oom_graph_leak", root / "oom_graph_leak",
+                    ignore=shutil.ignore_patterns("heldout*", "traces", "__pycache__", CERTIFIED_FILE))
+    strict = TaskRegistry(root, allow_uncertified=False)
+    with pytest.raises(VariantNotCertified) as exc:
+        strict.get("oom_graph_leak@4")
+    assert exc.value.status == 409 and "SANDBOX_ENV_ALLOW_UNCERTIFIED" in str(exc.value)
+    spec = TaskRegistry(root, allow_uncertified=True).get("oom_graph_leak@4")
+    record_certified(root / "oom_graph_leak", 4, "sha256:0000000000000000", 5, "docker")  # wrong bytes
+    with pytest.raises(VariantNotCertified):
+        TaskRegistry(root, allow_uncertified=False).get("oom_graph_leak@4")
+    record_certified(root / "oom_graph_leak", 4, spec.repo_hash, 5, "docker")
+    assert TaskRegistry(root, allow_uncertified=False).get("oom_graph_leak@4").repo_hash == spec.repo_hash
+    text = (root / "oom_graph_leak" / "variants_certified.toml").read_text()
+    assert text.count("[[variant]]") == 1 and spec.repo_hash in text
+
+
+def test_the_committed_certified_lists_parse(open_tasks: TaskRegistry) -> None:
+    from sandbox_env.variant_tasks import load_certified
+
+    for family in FAMILIES:
+        for row in load_certified(ROOT / "task_repos" / family):
+            assert open_tasks.get(f"{family}@{row.index}").repo_hash == row.repo_hash, (family, row)
+
+
+def test_certify_targets(open_tasks: TaskRegistry) -> None:
+    assert parse_indices("all", 8) == [1, 2, 3, 4, 5, 6, 7] and parse_indices("1-3,6", 8) == [1, 2, 3, 6]
+    with pytest.raises(ValueError):
+        parse_indices("9", 8)
+    assert certify_targets(open_tasks, ["oom_graph_leak"], "0-2") == ["oom_graph_leak", "oom_graph_leak@1",
+                                                                       "oom_graph_leak@2"]
+    assert certify_targets(open_tasks, ["oom_graph_leak@3"], None) == ["oom_graph_leak@3"]
+    assert len(certify_targets(open_tasks, [], "all")) == 28
+
+
+def test_oracle_and_random_over_every_variant_in_mock_mode(open_tasks: TaskRegistry, tmp_path: Path) -> None:
+    """Issue 14's CI eval: the oracle and the random agent over every train and every test
+    variant of every family in mock mode, reported per family and per split."""
+    from sandbox_env.eval import EvalConfig, make_agent, run_eval
+
+    summaries = {}
+    for agent in ("oracle", "random"):
+        cfg = EvalConfig(agent=agent, split="all", mode="mock", out=tmp_path / agent, progress=False,
+                         concurrency=2)
+        res = run_eval(cfg, open_tasks, make_agent(agent), sandbox=MockSandbox(), emit=lambda _: None)
+        summaries[agent] = next(iter(res.summary.agents.values()))
+    oracle, rand = summaries["oracle"], summaries["random"]
+    families = {p.parent.name for p in (ROOT / "task_repos").glob("*/variants.toml")}
+    for s in (oracle, rand):
+        assert set(s.per_family) == families
+        assert set(s.per_split) == {"train", "test"}
+        assert s.per_split["test"].n == 2 * len(families) and s.overall.n == 8 * len(families)
+    # mock verdicts of variants are inferred through variant 0's classifier (never recorded):
+    # the oracle's reference fix is recognised on every variant, the random agent solves none
+    assert oracle.overall.success.rate == 1.0, oracle.overall.outcomes
+    assert rand.overall.success.rate == 0.0, rand.overall.outcomes
+
+
+def test_the_committed_certifications_gate_the_real_registry() -> None:
+    """What docker certified (docs/certification-variants.md) is served; the rest is refused."""
+    strict = TaskRegistry(ROOT / "task_repos", allow_uncertified=False)
+    assert strict.get("oom_graph_leak@6").variant_index == 6
+    assert strict.get("compile_graph_break@7").variant_index == 7
+    for refused in ("fsdp_collective_deadlock@6", "oom_graph_leak@1"):  # failed / not yet certified
+        with pytest.raises(VariantNotCertified):
+            strict.get(refused)

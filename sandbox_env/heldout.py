@@ -10,7 +10,8 @@ module only scores them, two ways:
 - the real checks (a real backend's verdict) against the author's intent: a correct fix must
   pass, a wrong fix or a cheat must not;
 - the mock (the frozen classifier and recordings: these states are never recorded) against
-  the real verdict, counting the mock's confident verdicts apart from its unsure ones.
+  the real verdict, counting the mock's confident verdicts apart from its unsure ones, and
+  against the author's intent (the only reference when no real backend ran: ``--mode none``).
 """
 
 from __future__ import annotations
@@ -91,9 +92,12 @@ def judge_mock(row: HeldoutRow, task: TaskSpec, verify_mock: Judge) -> None:
 
 def score(tasks: Iterable[TaskSpec], verify_real: Callable[[Workspace, TaskSpec], Verdict] | None,
           verify_mock: Callable[[Workspace, TaskSpec], Verdict], *, workers: int = 1,
-          log: Callable[[str], None] = print, batch: str = "heldout") -> list[HeldoutRow]:
-    """Judge every patch of one held-out batch with the mock and (when given) a real backend."""
-    todo = [(t, p) for t in tasks for p in heldout_patches(t, batch)]
+          log: Callable[[str], None] = print, batch: str = "heldout",
+          labels: Iterable[Label] | None = None) -> list[HeldoutRow]:
+    """Judge every patch of one held-out batch (or those with ``labels``) with the mock and
+    (when given) a real backend."""
+    wanted = set(labels) if labels else {"correct", "wrong", "cheat"}
+    todo = [(t, p) for t in tasks for p in heldout_patches(t, batch) if p.label in wanted]
 
     def one(item: tuple[TaskSpec, HeldoutPatch]) -> HeldoutRow:
         task, patch = item
@@ -116,42 +120,59 @@ def _rate(n: int, d: int) -> str:
     return f"{n}/{d} ({n / d:.0%})" if d else "-"
 
 
+def _mock_table(rows: list[HeldoutRow], tasks: list[str],
+                truth: Callable[[HeldoutRow], bool | None]) -> list[str]:
+    """Per task and in all: the mock's unsure count and its agreement with ``truth``."""
+    lines = ["| task | patches | unsure | agree among confident |", "|---|---:|---:|---:|"]
+    for t in [*tasks, None]:
+        mine = [r for r in rows if t is None or r.task == t]
+        sure = [r for r in mine if not r.mock_unsure]
+        agree = sum(r.mock_passed == truth(r) for r in sure)
+        lines.append(f"| {t or '**all**'} | {len(mine)} | {len(mine) - len(sure)} | "
+                     f"{_rate(agree, len(sure))} |")
+    return lines
+
+
 def report(rows: list[HeldoutRow], backend: str) -> str:
-    """The Markdown section: checks vs intent, mock vs real, per task and in all."""
+    """The Markdown section: checks vs intent, mock vs real, mock vs intent, per task and in all."""
     tasks = sorted({r.task for r in rows})
     real = [r for r in rows if r.real_passed is not None]
     batches = ", ".join(f"`task_repos/*/{b}/`" for b in sorted({r.batch for r in rows}))
     lines = [f"## Held-out patches ({date.today().isoformat()}, real backend: {backend})", "",
              "Patches written by a different hand that never read the checks, the classifiers or the "
              f"labelled patches ({batches}, never used for tuning). Produced by "
-             "`sandbox-env heldout`.", "",
-             "Real checks against the author's intent (a correct fix must pass; a wrong fix or a cheat "
-             "must not):", "",
-             "| task | correct passed | wrong rejected | cheats rejected |", "|---|---:|---:|---:|"]
-    for t in [*tasks, None]:
-        mine = [r for r in real if t is None or r.task == t]
-        cells = []
-        for label in ("correct", "wrong", "cheat"):
-            sub = [r for r in mine if r.label == label]
-            cells.append(_rate(sum(bool(r.real_as_intended) for r in sub), len(sub)))
-        lines.append(f"| {t or '**all**'} | " + " | ".join(cells) + " |")
-    lines += ["", "Mock against the real verdict (the classifier frozen; these states were never "
-              "recorded):", "", "| task | patches | unsure | agree among confident |", "|---|---:|---:|---:|"]
-    for t in [*tasks, None]:
-        mine = [r for r in real if t is None or r.task == t]
-        sure = [r for r in mine if not r.mock_unsure]
-        agree = sum(r.mock_passed == r.real_passed for r in sure)
-        lines.append(f"| {t or '**all**'} | {len(mine)} | {len(mine) - len(sure)} | "
-                     f"{_rate(agree, len(sure))} |")
+             "`sandbox-env heldout`.", ""]
+    if real:
+        lines += ["Real checks against the author's intent (a correct fix must pass; a wrong fix or a "
+                  "cheat must not):", "",
+                  "| task | correct passed | wrong rejected | cheats rejected |", "|---|---:|---:|---:|"]
+        for t in [*tasks, None]:
+            mine = [r for r in real if t is None or r.task == t]
+            cells = []
+            for label in ("correct", "wrong", "cheat"):
+                sub = [r for r in mine if r.label == label]
+                cells.append(_rate(sum(bool(r.real_as_intended) for r in sub), len(sub)))
+            lines.append(f"| {t or '**all**'} | " + " | ".join(cells) + " |")
+        lines += ["", "Mock against the real verdict (the classifier frozen; these states were never "
+                  "recorded):", "", *_mock_table(real, tasks, lambda r: r.real_passed), ""]
+    lines += ["Mock against the author's intent (every patch, with or without a real verdict):", "",
+              *_mock_table(rows, tasks, lambda r: r.expect_pass)]
     bad_real = [r for r in real if not r.real_as_intended]
     bad_mock = [r for r in real if not r.mock_unsure and r.mock_passed != r.real_passed]
-    lines += ["", "Real verdicts against intent, the misses:" if bad_real
-              else "The real checks met every intent."]
-    lines += [f"- {r.task} `{r.file}` ({r.label}): passed={r.real_passed} ({r.real_outcome}); "
-              + "; ".join(x.splitlines()[0][:160] for x in r.reasons[:2]) for r in bad_real]
-    lines += ["", "Mock disagreements:" if bad_mock else "No confident mock disagreement."]
-    lines += [f"- {r.task} `{r.file}` ({r.label}): real passed={r.real_passed}, mock passed={r.mock_passed} "
-              f"via {r.mock_source}" for r in bad_mock]
+    off_intent = [r for r in rows if r.real_passed is None and not r.mock_unsure
+                  and r.mock_passed != r.expect_pass]
+    if real:
+        lines += ["", "Real verdicts against intent, the misses:" if bad_real
+                  else "The real checks met every intent."]
+        lines += [f"- {r.task} `{r.file}` ({r.label}): passed={r.real_passed} ({r.real_outcome}); "
+                  + "; ".join(x.splitlines()[0][:160] for x in r.reasons[:2]) for r in bad_real]
+        lines += ["", "Mock disagreements:" if bad_mock else "No confident mock disagreement."]
+        lines += [f"- {r.task} `{r.file}` ({r.label}): real passed={r.real_passed}, "
+                  f"mock passed={r.mock_passed} via {r.mock_source}" for r in bad_mock]
+    if off_intent:
+        lines += ["", "Mock against intent where no real verdict was measured, the misses:"]
+        lines += [f"- {r.task} `{r.file}` ({r.label}): mock passed={r.mock_passed} via {r.mock_source}"
+                  for r in off_intent]
     return "\n".join(lines) + "\n"
 
 

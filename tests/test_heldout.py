@@ -35,6 +35,8 @@ def test_batches_are_scored_apart_by_real_and_mock(toy_root: Path, tmp_path: Pat
     task = TaskRegistry(root).get("toy_mean")
     assert [p.file for p in heldout_patches(task, "heldout2")] == ["hardcode.patch"]
     assert heldout_patches(task, "heldout3") == []
+    assert score([task], None, MockSandbox().verify, log=lambda _: None, batch="heldout2",
+                 labels=["correct", "wrong"]) == []
 
     mock = MockSandbox()
     one = score([task], LocalSandbox().verify, mock.verify, log=lambda _: None)
@@ -51,3 +53,16 @@ def test_batches_are_scored_apart_by_real_and_mock(toy_root: Path, tmp_path: Pat
     md = report(rows, "local")
     assert "`task_repos/*/heldout/`, `task_repos/*/heldout2/`" in md
     assert "| **all** | 1/1 (100%) | - | 1/1 (100%) |" in md
+
+
+def test_without_a_real_backend_the_mock_is_scored_against_intent(toy_root: Path, tmp_path: Path) -> None:
+    root = tmp_path / "tasks"
+    shutil.copytree(toy_root, root)
+    # the hardcoded answer labelled correct, on purpose: the mock (rightly) fails it
+    _batch(root / "toy_mean", "heldout", "hardcode.patch", "correct", "pass")
+    rows = score([TaskRegistry(root).get("toy_mean")], None, MockSandbox().verify, log=lambda _: None)
+    assert rows[0].real_passed is None and rows[0].mock_passed is False
+    md = report(rows, "none")
+    assert "Real checks against" not in md and "Mock against the real verdict" not in md
+    assert "| **all** | 1 | 0 | 0/1 (0%) |" in md
+    assert "- toy_mean `hardcode.patch` (correct): mock passed=False" in md

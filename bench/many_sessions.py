@@ -4,8 +4,9 @@ Opens ``--sessions`` WebSockets (ramped), resets each to a task (the four in tur
 session steps like an agent that thinks between actions: a pause drawn around ``--think``
 seconds, then the next action of a realistic loop (``python train.py``, read_file, an edit,
 ``python train.py``, view_git_diff, the edit undone, read_file), for ``--seconds``. In a
-fraction ``--novel`` of the sessions the edit adds code, so every second run is of a state no
-recording has (the classifier runs); in the rest it adds a comment (a recorded state).
+fraction ``--novel`` of the sessions (spaced evenly over the ramp) the edit adds code, so
+every second run is of a state no recording has (the classifier runs); in the rest it adds a
+comment (a recorded state).
 Reports steps/s, p50/p99/max step latency, errors, sessions the server saw, and
 the server's RSS before the sessions, with all of them open, and after they closed.
 
@@ -84,6 +85,12 @@ async def session(url: str, i: int, task: Any, *, start: float, until: float, th
         errors.append(f"{i}: {type(exc).__name__}: {str(exc)[:200]}")
 
 
+def spread(i: int, share: float) -> bool:
+    """Whether session ``i`` is one of the ``share`` novel ones, spaced evenly over the ramp
+    (not all at its start, where their classifications would queue behind each other)."""
+    return int((i + 1) * share) > int(i * share)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sessions", type=int, default=1000)
@@ -129,7 +136,7 @@ def main() -> int:
             await asyncio.gather(watch(until), *(
                 session(f"ws://127.0.0.1:{port}/ws", i, tasks[i % len(tasks)],
                         start=t0 + a.ramp * i / a.sessions, until=until, think=a.think,
-                        novel=i < a.novel * a.sessions,
+                        novel=spread(i, a.novel),
                         lat=lat, errors=errors, opened=opened)
                 for i in range(a.sessions)))
 

@@ -16,7 +16,10 @@ Output: steps/s and p50/p99 per target, the per-action median latency, and the r
 #15 targets (HTTP 1 client >= 0.9x the floor, /ws >= 2x HTTP, 16 clients >= 2x 1 client).
 Targets are benchmark figures, never timed tests.
 
-    python bench/realistic_mix.py [--seconds 3] [--rounds 5]
+    python bench/realistic_mix.py [--seconds 3] [--rounds 5] [--client-procs 2]
+
+``--client-procs N`` spreads the 16 clients over N client processes (the 1-client windows stay
+one process): with one asyncio process the client itself saturates first on 2 cores.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ import argparse
 import asyncio
 import itertools
 import json
+import multiprocessing
+import os
 import statistics
 import sys
 import time
@@ -42,7 +47,7 @@ from sandbox_env.oracle import patch_to_edits  # noqa: E402
 from sandbox_env.tasks import TaskRegistry  # noqa: E402
 
 Lat = dict[str, list[float]]
-_TOKENS = itertools.count()
+_TOKENS = itertools.count(os.getpid() * 10_000_000)  # ids and novel states: this process's only
 
 
 def episode_plan(task: Any, novel: bool) -> list[dict[str, Any]]:
@@ -123,12 +128,42 @@ async def measure(client: Client, port: int, clients: int, seconds: float, *, ta
     return steps / (time.perf_counter() - t0), lat
 
 
+def _part(args: tuple[Client, int, int, float, float, bool]) -> tuple[int, Lat]:
+    """One client process's share of a window: clients from ``start`` (a CLOCK_MONOTONIC time
+    every process reads alike) until ``until``."""
+    client, port, clients, start, until, floor = args
+    tasks = TaskRegistry(ROOT / "task_repos")
+    lat: Lat = {}
+
+    async def go() -> int:
+        await asyncio.sleep(max(0.0, start - time.perf_counter()))
+        return sum(await asyncio.gather(*(client(port, until, lat, tasks, floor) for _ in range(clients))))
+
+    return asyncio.run(go()), lat
+
+
+def measure_procs(pool: Any, client: Client, port: int, clients: int, seconds: float, *, procs: int,
+                  floor: bool) -> tuple[float, Lat]:
+    """``measure`` with the clients spread over ``procs`` processes of ``pool`` (one Python
+    client process saturates before a server does)."""
+    start = time.perf_counter() + 0.2  # every process is up and waiting before the window opens
+    shares = [clients // procs + (i < clients % procs) for i in range(procs)]
+    parts = pool.map(_part, [(client, port, n, start, start + seconds, floor) for n in shares if n])
+    lat: Lat = {}
+    for _, part in parts:
+        for k, v in part.items():
+            lat.setdefault(k, []).extend(v)
+    return sum(n for n, _ in parts) / seconds, lat
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=3.0, help="length of one measurement window")
     ap.add_argument("--rounds", type=int, default=5, help="windows per target and client count")
     ap.add_argument("--novel", type=float, default=0.5,
                     help="share of episodes that end in a never-recorded state (classified)")
+    ap.add_argument("--client-procs", type=int, default=1,
+                    help="client processes for the 16-client windows (1: one asyncio process)")
     a = ap.parse_args()
     NOVEL_SHARE[0] = a.novel
     tasks = TaskRegistry(ROOT / "task_repos")
@@ -142,18 +177,26 @@ def main() -> None:
                                                     ("server ws", ws_client, sport, False)]
     rates: dict[tuple[str, int], list[float]] = {}
     lats: dict[tuple[str, int], Lat] = {}
+    pool = multiprocessing.get_context("spawn").Pool(a.client_procs) if a.client_procs > 1 else None
     try:
         for _, client, port, fl in targets:  # warm-up: imports, caches, lazy paths
             asyncio.run(measure(client, port, 4, 2.0, tasks=tasks, floor=fl))
         for r in range(a.rounds):
             for clients in (1, 16):
                 for name, client, port, fl in targets[r % 3:] + targets[:r % 3]:
-                    rate, lat = asyncio.run(measure(client, port, clients, a.seconds, tasks=tasks, floor=fl))
+                    if pool is not None and clients > 1:
+                        rate, lat = measure_procs(pool, client, port, clients, a.seconds,
+                                                  procs=a.client_procs, floor=fl)
+                    else:
+                        rate, lat = asyncio.run(measure(client, port, clients, a.seconds, tasks=tasks,
+                                                        floor=fl))
                     rates.setdefault((name, clients), []).append(rate)
                     into = lats.setdefault((name, clients), {})
                     for k, v in lat.items():
                         into.setdefault(k, []).extend(v)
     finally:
+        if pool is not None:
+            pool.close()
         for p in (floor, server):
             p.terminate()
             p.wait(timeout=10)

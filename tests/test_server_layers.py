@@ -28,6 +28,7 @@ from sandbox_env.errors import (
     UnknownTask,
 )
 from sandbox_env.models import Limits, RunResult, Verdict
+from sandbox_env.rubrics import LLMJudge
 from sandbox_env.sandbox.mock import MockSandbox
 from sandbox_env.server.mcp import McpHandler
 from sandbox_env.server.service import EpisodeService, ResetParams, parse_reset
@@ -106,6 +107,9 @@ class _BlockingSandbox(MockSandbox):
         self.threads: list[str] = []
         self.down = False
 
+    def answers_at_once(self, workspace: Workspace, task: TaskSpec, command: str | None = None) -> bool:
+        return False  # a double of a sandbox whose every run and verification may block
+
     def run(self, workspace: Workspace, command: str, limits: Limits, task: TaskSpec) -> RunResult:
         self.threads.append(threading.current_thread().name)
         if self.down:
@@ -142,6 +146,61 @@ def test_service_runs_waiting_actions_in_threads_and_says_how_to_retry(toy_tasks
             service.check_task("nope")
 
     asyncio.run(play())
+
+
+class _ThreadRecordingMock(MockSandbox):
+    """The real mock's answers_at_once, recording the thread each run and verification runs on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: list[str] = []
+
+    def run(self, workspace: Workspace, command: str, limits: Limits, task: TaskSpec) -> RunResult:
+        self.threads.append(threading.current_thread().name)
+        return super().run(workspace, command, limits, task)
+
+    def verify(self, workspace: Workspace, task: TaskSpec) -> Verdict:
+        self.threads.append(threading.current_thread().name)
+        return super().verify(workspace, task)
+
+
+def test_mock_steps_answered_from_memory_run_inline_and_classification_in_a_thread(
+        real_tasks: TaskRegistry) -> None:
+    sbx = _ThreadRecordingMock()
+    m = _manager(real_tasks, sandbox=sbx)
+    service = EpisodeService(real_tasks, m, max_threads=2)
+    task = real_tasks.get("oom_graph_leak")
+    run = parse_action({"action_type": "execute_bash", "command": task.run_command})
+    last = task.repo_files()["train.py"].rstrip("\n").splitlines()[-1] + "\n"
+    novel = parse_action({"action_type": "edit_file", "filename": "train.py", "old_str": last,
+                          "new_str": last + f"_layers_token = {threading.get_ident()}\n"})
+
+    async def play() -> list[str]:
+        session = m.open("ep")
+        await service.reset(session, ResetParams(task=task.id))
+        assert not session.env.blocks(run)  # the original state is recorded
+        outs = [(await service.step(session, run)).observation.terminal_output]
+        assert not session.env.blocks(parse_action({"action_type": "execute_bash", "command": "ls"}))
+        await service.step(session, novel)
+        assert session.env.blocks(run)  # a never-seen state: classified in a thread
+        outs.append((await service.step(session, run)).observation.terminal_output)
+        assert not session.env.blocks(run)  # its label is cached now
+        submit = parse_action({"action_type": "submit_fix", "explanation": "x"})
+        assert not session.env.blocks(submit)
+        assert session.env.blocks(parse_action({"action_type": "submit_fix", "explanation": "x" * 4001}))
+        judge, session.env.judge = session.env.judge, LLMJudge("m")  # a judge that waits: a thread
+        assert session.env.blocks(submit)
+        session.env.judge = judge
+        await service.step(session, submit)
+        assert not session.env.blocks(run)  # done: refused at once
+        return outs
+
+    main = threading.current_thread().name
+    outs = asyncio.run(play())
+    assert "this exact workspace state (original)" in outs[0]
+    assert "state never recorded; the classifier infers" in outs[1]
+    assert sbx.threads == [main, sbx.threads[1], main]
+    assert sbx.threads[1] != main
 
 
 @pytest.mark.parametrize(("data", "fragment"), [

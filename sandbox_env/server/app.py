@@ -1,9 +1,9 @@
-"""FastAPI app: HTTP episodes (reset / step / state / close), /ws, /mcp, health, metadata, schema."""
+"""FastAPI app: HTTP episodes (reset / step / state / close), /ws, /mcp, health, metadata, schema
+(POST /reset and /step answered ahead of FastAPI's routing by fast.FastRoutes)."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from contextlib import asynccontextmanager, suppress
@@ -20,17 +20,18 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from .. import __version__
 from ..actions import validation_message
 from ..environment import TriageEnvironment
-from ..errors import EnvError, InvalidJson, InvalidRequest, UnknownEpisode
+from ..errors import EnvError, InvalidRequest, UnknownEpisode
 from ..models import ACTION_ADAPTER, Observation, State, StepResult
 from ..rubrics import ExplanationJudge, default_judge
 from ..sandbox import Sandbox
 from ..sandbox import find as find_backend
 from ..sandbox.registry import selection
 from ..tasks import TaskRegistry
+from .fast import EpisodeRoutes, FastRoutes, error_reply
 from .limits import BodyLimit
 from .mcp import ACTION_TOOLS, McpHandler
 from .mcp_http import AsgiReply, McpHttp
-from .service import EpisodeService, ResetParams, parse_reset
+from .service import EpisodeService, ResetParams
 from .sessions import SessionManager
 from .wire import (
     CloseReply,
@@ -48,9 +49,21 @@ from .ws import WebSocketEpisode
 log = logging.getLogger(__name__)
 
 
+# live episodes a server admits when not told: a mock episode is a dict and a few memos (~73 KiB
+# measured, bench/many_sessions.py: 1,000 /ws episodes on 2 cores, p99 160 ms); a real episode
+# runs containers or namespaces, which a small machine can only run a few dozen of at once
+DEFAULT_MAX_SESSIONS = {"mock": 1024}
+REAL_MAX_SESSIONS = 64
+MAX_THREADS = 64  # blocking work (a run, a verification, a classification) in flight at once
+
+
+def default_max_sessions(mode: str) -> int:
+    return DEFAULT_MAX_SESSIONS.get(mode, REAL_MAX_SESSIONS)
+
+
 class ServerConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    max_sessions: int = Field(default=64, ge=1)
+    max_sessions: int | None = Field(default=None, ge=1)  # None: default_max_sessions(mode)
     idle_timeout_s: float = Field(default=900.0, gt=0)
     max_body_bytes: int = Field(default=1_000_000, ge=1024)
 
@@ -69,11 +82,22 @@ EPISODE_HEADER = {"parameters": [{"name": "X-Episode-Id", "in": "header", "requi
                                   "schema": {"type": "string", "maxLength": 128}}]}
 
 
-def header_episode_id(request: Request) -> str | None:
-    value = request.headers.get("x-episode-id")
-    if value is not None and len(value) > 128:
-        raise InvalidRequest("X-Episode-Id: at most 128 characters")
-    return value
+class App(FastAPI):
+    """FastAPI, with POST /reset and /step answered by ``fast`` (fast.FastRoutes) when set, as
+    long as no middleware was added after it was (a deployment's middleware sees every route)."""
+
+    fast: FastRoutes | None = None
+    _fast_middleware = 0  # len(user_middleware) when ``fast`` was set
+
+    def use_fast(self, fast: FastRoutes) -> None:
+        self.fast, self._fast_middleware = fast, len(self.user_middleware)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if (self.fast is not None and len(self.user_middleware) == self._fast_middleware
+                and self.fast.handles(scope)):
+            await self.fast.app(scope, receive, send)
+            return
+        await super().__call__(scope, receive, send)
 
 
 @dataclass
@@ -92,16 +116,19 @@ class _Parts:
 
 
 def create_app(tasks: TaskRegistry, sandbox: Sandbox, config: ServerConfig | None = None,
-               judge: ExplanationJudge | None = None) -> FastAPI:
-    """Build the app around one task registry and one sandbox shared by its sessions."""
+               judge: ExplanationJudge | None = None, *, fast: bool = True) -> App:
+    """Build the app around one task registry and one sandbox shared by its sessions
+    (``fast=False``: /reset and /step through FastAPI's routing, which answers the same)."""
     cfg = config or ServerConfig()
+    max_sessions = cfg.max_sessions or default_max_sessions(sandbox.mode)
+    cfg = cfg.model_copy(update={"max_sessions": max_sessions})
     judge = judge or default_judge()
     sessions = SessionManager(lambda: TriageEnvironment(tasks, sandbox, judge),
-                              cfg.max_sessions, cfg.idle_timeout_s)
-    service = EpisodeService(tasks, sessions, max_threads=cfg.max_sessions)
+                              max_sessions, cfg.idle_timeout_s)
+    service = EpisodeService(tasks, sessions, max_threads=min(max_sessions, MAX_THREADS))
     mcp = McpHandler(service)
     parts = _Parts(tasks, sandbox, cfg, sessions, service, mcp,
-                   McpHttp(service, cfg.idle_timeout_s, cfg.max_sessions),
+                   McpHttp(service, cfg.idle_timeout_s, max_sessions),
                    WebSocketEpisode(service, mcp, cfg.idle_timeout_s, cfg.max_body_bytes))
 
     @asynccontextmanager
@@ -115,7 +142,7 @@ def create_app(tasks: TaskRegistry, sandbox: Sandbox, config: ServerConfig | Non
         sessions.close_all()
         sandbox.close()
 
-    app = FastAPI(title="sandbox-env", version=__version__, lifespan=lifespan, description=DESCRIPTION)
+    app = App(title="sandbox-env", version=__version__, lifespan=lifespan, description=DESCRIPTION)
     step_schema, step_defs = step_body_schema()
 
     def openapi() -> dict[str, Any]:
@@ -130,7 +157,10 @@ def create_app(tasks: TaskRegistry, sandbox: Sandbox, config: ServerConfig | Non
     app.state.sessions = sessions
     app.state.sandbox = sandbox
     _error_handlers(app)
-    _episode_routes(app, parts, step_schema)
+    routes = EpisodeRoutes(sessions, service)
+    _episode_routes(app, parts, routes, step_schema)
+    if fast:
+        app.use_fast(FastRoutes(routes, cfg.max_body_bytes))
     _mcp_routes(app, parts)
     _info_routes(app, parts)
     return app
@@ -140,7 +170,7 @@ def _error_handlers(app: FastAPI) -> None:
     """Every error a client or an agent causes answers in one shape: {detail, code}."""
     @app.exception_handler(EnvError)
     async def _episode_error(_: Request, exc: EnvError) -> JSONResponse:
-        return JSONResponse({"detail": exc.message, "code": exc.code}, status_code=exc.status)
+        return error_reply(exc)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -157,43 +187,25 @@ def _error_handlers(app: FastAPI) -> None:
                             status_code=InvalidRequest("").status)
 
 
-def _episode_routes(app: FastAPI, p: _Parts, step_schema: dict[str, Any]) -> None:
-    """/reset, /step, /state, /close and /ws."""
+def _episode_routes(app: FastAPI, p: _Parts, routes: EpisodeRoutes, step_schema: dict[str, Any]) -> None:
+    """/reset, /step (their logic: fast.EpisodeRoutes), /state, /close and /ws."""
     sessions, service, websockets = p.sessions, p.service, p.websockets
 
-    async def json_body(request: Request) -> dict[str, Any]:
-        raw = await request.body()
-        if not raw.strip():
-            return {}
-        try:
-            data = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise InvalidJson(f"malformed JSON: {exc}") from None
-        if not isinstance(data, dict):
-            raise InvalidRequest("the request body must be a JSON object")
-        return data
+    def json_reply(raw: bytes) -> Response:
+        return Response(raw, media_type="application/json")
 
     @app.post("/reset", response_model=StepResult, responses=errors(400, 404, 409, 413, 422, 503),
               openapi_extra={"requestBody": {"required": False, "content": {"application/json": {
                   "schema": ResetParams.model_json_schema()}}}})
     async def reset(request: Request) -> Response:
-        params = parse_reset(await json_body(request))
-        service.check_task(params.task)
-        session = sessions.open(params.episode_id)
-        return _json(await service.reset(session, params))
+        return json_reply(await routes.reset(await request.body()))
 
     @app.post("/step", response_model=StepResult, responses=errors(400, 404, 409, 413, 422, 503),
               openapi_extra={**EPISODE_HEADER, "requestBody": {"required": True, "content": {
                   "application/json": {"schema": step_schema}}}})
     async def step(request: Request) -> Response:
         # No FastAPI parameters: dependency solving would cost more than the step itself.
-        body = await json_body(request)
-        header = header_episode_id(request)  # validated even when the body names the episode
-        episode_id = body.pop("episode_id", None) or header
-        if episode_id is not None and not isinstance(episode_id, str):
-            raise InvalidRequest("episode_id must be a string")
-        action = service.parse_action(body["action"] if "action" in body else body)
-        return _json(await service.step(sessions.get(episode_id), action))
+        return json_reply(await routes.step(await request.body(), request.headers.get("x-episode-id")))
 
     @app.get("/state", response_model=State, responses=errors(404, 409, 422))
     async def state(episode_id: str | None = Query(default=None, max_length=128),

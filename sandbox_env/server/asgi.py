@@ -41,7 +41,7 @@ def _build_app() -> Any:
     return create_app(
         TaskRegistry(),
         make_sandbox(ray_mode(mode) if mode else env_mode("mock"), owner=env("SANDBOX_ENV_OWNER", "asgi")),
-        ServerConfig(max_sessions=int(env("SANDBOX_ENV_MAX_SESSIONS", "64")),
+        ServerConfig(max_sessions=int(env("SANDBOX_ENV_MAX_SESSIONS", "0")) or None,
                      idle_timeout_s=float(env("SANDBOX_ENV_IDLE_TIMEOUT_S", "900"))),
     )
 

@@ -122,7 +122,7 @@ async def run_tool(service: EpisodeService, name: Any, args: Any,
         raise InvalidRequest("arguments must be an object")
     if name == START_TOOL:
         params = parse_start(args)
-        service.check_task(params.task)
+        service.check_task(params.task, params.seed)
         res = await service.reset(session_for(True), params)
     else:
         action = service.parse_action({**args, "action_type": name})
@@ -198,7 +198,7 @@ class McpHandler:
                     raise EpisodeInUse("this WebSocket already has its "
                                        "episode; send a reset message instead")
                 reset = parse_reset(params)
-                self.service.check_task(reset.task)
+                self.service.check_task(reset.task, reset.seed)
                 # named, never anonymous: an id-less /reset of another client must not replace it
                 session = self.service.sessions.open(reset.episode_id or new_episode_id())
                 res = await self.service.reset(session, reset)

@@ -1,9 +1,10 @@
 """Episode operations shared by the HTTP, WebSocket and MCP faces: validation, locking, threads.
 
-Steps that can wait on I/O (command runs, verification, the LLM judge) run in worker threads
-bounded by one capacity limiter, so they never block the event loop; in-memory steps (reads,
-edits, diffs, resets) run inline, which is faster than a thread hop and, under the GIL, no
-less concurrent.
+Steps that can wait on I/O or compute at length (command runs, verification, the LLM judge,
+the mock's classification of a never-seen state) run in worker threads bounded by one capacity
+limiter, so they never block the event loop; in-memory steps (reads, edits, diffs, resets, and
+the mock's replay of a recorded or classified state) run inline, which is faster than a thread
+hop and, under the GIL, no less concurrent.
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ class ResetParams(BaseModel):
     """Body of a reset: HTTP ``POST /reset``, the WebSocket ``reset`` message, MCP session create."""
 
     model_config = ConfigDict(extra="forbid", strict=True)  # "seed": true is not a seed
-    task: str | None = Field(default=None, max_length=200, description="task id; random by seed if omitted")
+    task: str | None = Field(default=None, max_length=200, description=(
+        "task id, or family@N for variant N of a family; with a seed and no @, variant `seed` of "
+        "a family that declares variants; random by seed (variant 0) if omitted"))
     seed: int | None = None
     episode_id: str | None = Field(default=None, min_length=1, max_length=128)
     compact: bool = Field(default=False, description=(
@@ -65,13 +68,14 @@ class EpisodeService:
             self._limiter = anyio.CapacityLimiter(self._max_threads)
         return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kw), limiter=self._limiter)
 
-    def check_task(self, task: str | None) -> None:
-        """Raises UnknownTask (naming the available ones) before any session is opened."""
+    def check_task(self, task: str | None, seed: int | None = None) -> None:
+        """Raises UnknownTask (naming the available ones; UnknownVariant for a variant that does
+        not exist) or VariantNotCertified before any session is opened."""
         if task is not None:
-            self.tasks.get(task)
+            self.tasks.resolve(task, seed)
 
     async def reset(self, session: Session, params: ResetParams) -> StepResult:
-        self.check_task(params.task)
+        self.check_task(params.task, params.seed)
         async with session.lock:
             obs = session.env.reset(seed=params.seed, episode_id=session.episode_id, task=params.task,
                                     compact=params.compact)
@@ -81,11 +85,12 @@ class EpisodeService:
     parse_action = staticmethod(parse_action)  # raises InvalidAction
 
     async def step(self, session: Session, action: ActionModel) -> StepResult:
-        """Run one validated action in the session's environment; actions that wait on I/O
-        (runs, verification, judging) run in a worker thread, the rest inline."""
+        """Run one validated action in the session's environment; steps that may wait on I/O
+        or compute at length (runs, verification, judging, a mock's classification of a new
+        state: ``TriageEnvironment.blocks``) run in a worker thread, the rest inline."""
         async with session.lock:
             try:
-                if action.waits:
+                if session.env.blocks(action):
                     obs = await self.in_thread(session.env.step, action)
                 else:
                     obs = session.env.step(action)

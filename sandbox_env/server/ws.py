@@ -170,7 +170,8 @@ class WebSocketEpisode:
             result = await run_tool(self.service, name, data.get("arguments") or {}, lambda _: session)
         except EnvError as exc:
             kind = ("tool_not_found" if exc.message.startswith("unknown tool") else
-                    "invalid_args" if exc.code in ("INVALID_ACTION", "VALIDATION_ERROR", "UNKNOWN_TASK")
+                    "invalid_args" if exc.code in ("INVALID_ACTION", "VALIDATION_ERROR", "UNKNOWN_TASK",
+                                                    "VARIANT_NOT_CERTIFIED")
                     else "execution_error")
             obs = {"tool_name": name, "result": None, "done": False, "reward": None, "metadata": {},
                    "error": {"error_type": kind, "message": f"{exc.code}: {exc.message}"}}

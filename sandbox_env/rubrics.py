@@ -14,7 +14,8 @@ import logging
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Protocol
+from functools import lru_cache
+from typing import ClassVar, Protocol
 
 from .models import Verdict
 from .tasks import TaskSpec
@@ -96,7 +97,9 @@ class StepShaper:
 # --------------------------------------------------------------------------- judges
 class ExplanationJudge(Protocol):
     def score(self, explanation: str, task: TaskSpec, diff: str) -> tuple[float, list[str]]:
-        """Score in [0, 1] and notes saying why."""
+        """Score in [0, 1] and notes saying why. A judge may also offer
+        ``waits_for(explanation) -> bool`` (False: cheap enough for an event loop); without
+        it, servers score in a worker thread."""
         ...
 
 
@@ -110,42 +113,61 @@ class ConceptJudge:
     bag of keywords scores less than a short honest explanation.
     """
 
+    INLINE_CHARS: ClassVar[int] = 4000  # about a millisecond of scoring (~0.3 us a character)
+
+    def waits_for(self, explanation: str) -> bool:
+        """Whether scoring may take long enough to keep it off an event loop (no I/O: only a
+        long explanation, up to 20,000 characters are read, costs several milliseconds)."""
+        return len(explanation) > self.INLINE_CHARS
+
     def score(self, explanation: str, task: TaskSpec, diff: str) -> tuple[float, list[str]]:
-        text = explanation.strip()[:20_000]
-        words = _WORD.findall(text)
-        if len(words) < 8:
-            return 0.0, ["explanation too short to judge (fewer than 8 words)"]
-        total = sum(c.weight for c in task.concepts)
-        hit, notes = 0.0, []
-        for c in task.concepts:
-            if any(re.search(p, text, re.IGNORECASE) for p in c.patterns):
-                hit += c.weight
-                notes.append(f"names: {c.name}")
-            else:
-                notes.append(f"missing: {c.name}")
-        coverage = hit / total
-        quality = 1.0
-        sentences = [s for s in re.split(r"[.!?\n]+", text) if len(_WORD.findall(s)) >= 5]
-        if len(sentences) < 2:
-            quality *= 0.6
-            notes.append("fewer than two real sentences")
-        lines = [ln.strip().lower() for ln in text.splitlines() if ln.strip()]
-        if lines and len(set(lines)) < 0.7 * len(lines):
-            quality *= 0.5
-            notes.append("repeated lines")
-        distinct = len({w.lower() for w in words}) / len(words)
-        if distinct < 0.35:
-            quality *= 0.5
-            notes.append("low lexical variety (keyword stuffing?)")
-        stop = sum(w.lower() in _FUNCTION_WORDS for w in words) / len(words)
-        if stop < 0.12:
-            quality *= 0.5
-            notes.append("reads like a keyword list, not an explanation")
-        changed = re.findall(r"^\+\+\+ b/(\S+)", diff, re.MULTILINE)
-        if changed and not any(p.split("/")[-1].removesuffix(".py") in text for p in changed):
-            quality *= 0.9
-            notes.append("does not say where the change was made")
-        return round(coverage * quality, 4), notes
+        concepts = tuple((c.name, c.weight, tuple(c.patterns)) for c in task.concepts)
+        changed = tuple(re.findall(r"^\+\+\+ b/(\S+)", diff, re.MULTILINE))
+        value, notes = _concept_score(explanation.strip()[:20_000], concepts, changed)
+        return value, list(notes)
+
+
+_Concepts = tuple[tuple[str, float, tuple[str, ...]], ...]
+
+
+@lru_cache(maxsize=1024)  # pure: a rollout's resubmitted or shared explanation is judged once
+def _concept_score(text: str, concepts: _Concepts, changed: tuple[str, ...]) -> tuple[float, tuple[str, ...]]:
+    """ConceptJudge's score of ``text`` against the concepts (name, weight, patterns) and the
+    paths the diff changed."""
+    words = _WORD.findall(text)
+    if len(words) < 8:
+        return 0.0, ("explanation too short to judge (fewer than 8 words)",)
+    total = sum(weight for _, weight, _ in concepts)
+    hit, notes = 0.0, []
+    for name, weight, patterns in concepts:
+        if any(re.search(p, text, re.IGNORECASE) for p in patterns):
+            hit += weight
+            notes.append(f"names: {name}")
+        else:
+            notes.append(f"missing: {name}")
+    coverage = hit / total
+    quality = 1.0
+    sentences = [s for s in re.split(r"[.!?\n]+", text) if len(_WORD.findall(s)) >= 5]
+    if len(sentences) < 2:
+        quality *= 0.6
+        notes.append("fewer than two real sentences")
+    lines = [ln.strip().lower() for ln in text.splitlines() if ln.strip()]
+    if lines and len(set(lines)) < 0.7 * len(lines):
+        quality *= 0.5
+        notes.append("repeated lines")
+    lowered = [w.lower() for w in words]
+    distinct = len(set(lowered)) / len(words)
+    if distinct < 0.35:
+        quality *= 0.5
+        notes.append("low lexical variety (keyword stuffing?)")
+    stop = sum(w in _FUNCTION_WORDS for w in lowered) / len(words)
+    if stop < 0.12:
+        quality *= 0.5
+        notes.append("reads like a keyword list, not an explanation")
+    if changed and not any(p.split("/")[-1].removesuffix(".py") in text for p in changed):
+        quality *= 0.9
+        notes.append("does not say where the change was made")
+    return round(coverage * quality, 4), tuple(notes)
 
 
 _FUNCTION_WORDS = set(
@@ -170,6 +192,9 @@ class LLMJudge:
         "the mechanism and why the fix works, against `reference` and `concepts`. Reply with "
         'JSON only: {"score": <number 0..1>, "reason": "<one sentence>"}.'
     )
+
+    def waits_for(self, explanation: str) -> bool:
+        return True  # a network call: callers on an event loop use a thread
 
     def __init__(self, model: str, client: object | None = None) -> None:
         self.model = model

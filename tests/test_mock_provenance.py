@@ -67,3 +67,16 @@ def test_unsure_is_counted_apart_and_never_rewarded() -> None:
     for env, ns in zip(envs, (sure, unsure), strict=True):
         env.__dict__.update(vars(ns))
     assert reward_fn(envs) == [0.7, None]
+
+
+def test_the_toy_classifier_labels_every_known_state_and_doubts_the_rest(toy_tasks: TaskRegistry) -> None:
+    """The docs' smallest example holds to the rule every task's classifier is tested on."""
+    from sandbox_env.analysis import UNSURE
+    from sandbox_env.traces import task_states
+
+    task = toy_tasks.get("toy_mean")
+    assert [(s, w) for s, w, files in task_states(task) if task.classifier(files) != w] == []
+    base = task.repo_files()
+    other = {**base, "stats.py": base["stats.py"].replace("return total / (len(values) - 1)",
+                                                          "return total * (1 / len(values))")}
+    assert task.classifier(other) == UNSURE

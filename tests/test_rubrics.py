@@ -94,3 +94,17 @@ def test_llm_judge_falls_back_on_garbage(toy_tasks: TaskRegistry) -> None:
     assert "heuristic used" in notes[0] and score > 0.5
     score, _ = LLMJudge("m", client=_FakeOpenAI('{"score": 3}')).score("x " * 20, task, "")
     assert score <= 1.0
+
+
+def test_concept_judge_memo_keys_on_the_explanation_the_concepts_and_the_changed_files(
+        toy_tasks: TaskRegistry) -> None:
+    task = toy_tasks.get("toy_mean")
+    judge = ConceptJudge()
+    text = task.reference_explanation
+    first = judge.score(text, task, "+++ b/stats.py\n")
+    first[1].append("a caller's own note")  # the memo hands out copies
+    assert judge.score(text, task, "+++ b/stats.py\n") == (first[0], first[1][:-1])
+    elsewhere = judge.score(text, task, "+++ b/other.py\n")  # the change was made elsewhere
+    assert elsewhere[0] < first[0] and "does not say where the change was made" in elsewhere[1]
+    fewer = task.model_copy(update={"concepts": task.concepts[:1]})
+    assert judge.score(text, fewer, "+++ b/stats.py\n")[1] == [n for n in first[1][:-1] if "divide" not in n]

@@ -39,7 +39,9 @@ def task(request: pytest.FixtureRequest, real_tasks: TaskRegistry) -> TaskSpec:
 
 def test_repo_is_genuine_and_gives_nothing_away(task: TaskSpec) -> None:
     files = task.repo_files()
-    assert {"train.py", "model.py", "config.py", "data_loader.py"} <= set(files)
+    entry = {m.replace(".", "/") + ".py" for m in task.entry.modules}
+    entry |= {t.partition(":")[0].replace(".", "/") + ".py" for t in (task.entry.config, task.entry.train)}
+    assert entry <= set(files), "the task's [entry] names modules its repo does not have"
     for path, text in files.items():
         assert not re.search(r"#\s*(BUG|FIXME|XXX|HACK)\b", text, re.IGNORECASE), path
     assert set(task.signal_files) <= set(files)

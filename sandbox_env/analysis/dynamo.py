@@ -1,9 +1,10 @@
 """Does compiled code branch on tensor data: the model's forward run as Dynamo traces it.
 
-``Interp`` executes workspace Python (modules, functions, classes, closures, decorators,
-``nn.Module`` subclasses with Linear / LayerNorm layers) over dual tensors (``dual.T``), either
-eagerly or ``traced`` (``is_compiling()`` true): under tracing a Python ``if`` / ``bool`` / ``and``
-on a tensor, ``.item()`` / ``float(t)``, a ``torch.compiler.disable``d helper or a broken
+``Interp`` executes workspace Python (modules, functions, classes, properties, closures,
+decorators, ``nn.Module`` subclasses with Linear / LayerNorm layers and forward hooks) over dual
+tensors (``dual.T``), either eagerly or ``traced`` (``is_compiling()`` true): under tracing a
+Python ``if`` / ``bool`` / ``and`` on a tensor, ``.item()`` / ``float(t)``, a
+``torch.compiler.disable``d helper or a broken
 ``torch.cond`` branch is a recorded graph break. ``analyse_model`` runs a model builder on
 probe batches both ways and compares outputs and tangents with a reference run. Anything it
 does not model (an unknown torch op, try/except, in-place indexing...) raises ``Unknown``.
@@ -78,6 +79,26 @@ class Cls:
         return None, None
 
 
+class Prop:
+    """A ``@property`` of a workspace class (and its ``@<name>.setter``)."""
+
+    def __init__(self, getter):
+        self.getter, self.setter = getter, None
+
+
+def _property_role(node) -> str | None:
+    """``getter`` for ``@property def x``, ``setter`` for ``@x.setter def x``, else None."""
+    decs = getattr(node, "decorator_list", None) if isinstance(node, ast.FunctionDef) else None
+    if not decs or len(decs) != 1:
+        return None
+    d = decs[0]
+    if isinstance(d, ast.Name) and d.id == "property":
+        return "getter"
+    if isinstance(d, ast.Attribute) and d.attr == "setter" and getattr(d.value, "id", "") == node.name:
+        return "setter"
+    return None
+
+
 class Obj:
     def __init__(self, cls):
         self.cls, self.attrs = cls, {"training": True}
@@ -107,6 +128,7 @@ class Interp:
     def __init__(self, files, traced):
         self.files, self.traced, self.events, self.mods, self.depth = files, traced, [], {}, 0
         self.rng = random.Random(7321)
+        self.hooks: dict[int, tuple[object, list]] = {}  # id(module) -> (module, its forward hooks)
 
     # -- modules
     def module(self, name):
@@ -222,7 +244,12 @@ class Interp:
             ns: dict = {}
             cls = Cls(st.name, [self.ev(b, env, glob) for b in st.bases], ns)
             for sub in st.body:
-                if isinstance(sub, ast.FunctionDef):
+                role, scope = _property_role(sub), env if env is not glob else ChainMap()
+                if role == "getter":
+                    ns[sub.name] = Prop(self.define(sub, scope, glob, cls, False))
+                elif role == "setter" and isinstance(ns.get(sub.name), Prop):
+                    ns[sub.name].setter = self.define(sub, scope, glob, cls, False)
+                elif isinstance(sub, ast.FunctionDef):
                     ns[sub.name] = self.define(sub, env if env is not glob else ChainMap(), glob, cls)
                 else:
                     self.stmt(sub, ns, glob)
@@ -238,9 +265,9 @@ class Interp:
     def is_nograd(self, v):
         return isinstance(v, Mod) and v.path.rsplit(".", 1)[-1] in ("no_grad", "inference_mode")
 
-    def define(self, node, env, glob, owner=None):
+    def define(self, node, env, glob, owner=None, decorated=True):
         fn = Func(node, env if isinstance(env, ChainMap) else ChainMap(), glob, owner)
-        for dec in node.decorator_list:
+        for dec in node.decorator_list if decorated else ():
             d = self.ev(dec.func if isinstance(dec, ast.Call) else dec, env, glob)
             if isinstance(d, Mod) and d.path in DISABLE:
                 fn.disabled = True
@@ -262,7 +289,13 @@ class Interp:
             for sub, x in zip(t.elts, vals, strict=False):
                 self.assign(sub, x, env, glob)
         elif isinstance(t, ast.Attribute) and isinstance(obj := self.ev(t.value, env, glob), Obj):
-            obj.attrs[t.attr] = v
+            prop = obj.cls.lookup(t.attr)[0]
+            if isinstance(prop, Prop):
+                if prop.setter is None:
+                    raise Unknown(f"property {t.attr} without a setter")
+                self.call_func(prop.setter, [obj, v], {})
+            else:
+                obj.attrs[t.attr] = v
         else:
             raise Unknown("assignment target")
 
@@ -414,7 +447,11 @@ class Interp:
             if name not in v[1] or isinstance(v[1][name], Poison):
                 raise Unknown(f"module attribute {name}")
             return v[1][name]
+        if isinstance(v, (Obj, Linear)) and name == "register_forward_hook":
+            return self.hooks.setdefault(id(v), (v, []))[1].append
         if isinstance(v, Obj):
+            if isinstance(prop := v.cls.lookup(name)[0], Prop):
+                return self.call_func(prop.getter, [v], {})
             if name in v.attrs:
                 return v.attrs[name]
             fn, _ = v.cls.lookup(name)
@@ -441,6 +478,13 @@ class Interp:
         raise Unknown(f"attribute {name} of {type(v).__name__}")
 
     def call(self, f, args, kw, env=None):
+        out = self.call_unhooked(f, args, kw, env)
+        for hook in self.hooks.get(id(f), (None, ()))[1]:  # forward hooks (Dynamo inlines them)
+            if (new := self.call(hook, [f, tuple(args), out], {})) is not None:
+                out = new
+        return out
+
+    def call_unhooked(self, f, args, kw, env=None):
         if isinstance(f, Bound) and isinstance(f.fn, str):
             t, name = f.first, f.fn
             if name in ("item", "tolist"):

@@ -2,14 +2,18 @@
 
 Every verification runs the code from /workspace (like the agent's own runs) and from the task's
 production directory (``task.verify.production_dir``), with the environment variables of the
-agent's runs: no CI / GRADER / PYTEST variables, pytest not imported, the torchrun variables
-unset (mp.spawn launches). ``specialise`` rewrites a workspace for one such environment: a
-read of the environment (``os.getcwd()``, ``Path.cwd()``, ``__file__``, ``os.environ`` /
-``os.getenv``, ``sys.modules``) is replaced, with the expression it feeds, by the constant it
-has there. Reads that decide a test but cannot be resolved (``sys.argv``, the hostname, the uid,
-a variable the runs may or may not have) are reported: no label may be confident about them
-unless it fails anyway. ``classify_everywhere`` runs a classifier in every environment and
-keeps the worst label (a fix applied only outside production gets the bug's label).
+agent's runs (production adds a deployment's: Slurm and Kubernetes job variables, a service user;
+``child_process.deployment_env``: those are set in production, to values drawn per verification, so
+only their presence is known there, and a scheduler's never reach the workspace runs): no CI /
+GRADER / EVAL / PYTEST variables, pytest not imported, the torchrun variables unset (mp.spawn
+launches).
+``specialise`` rewrites a workspace for one such environment: a read of the environment
+(``os.getcwd()``, ``Path.cwd()``, ``__file__``, ``os.environ`` / ``os.getenv``,
+``sys.modules``) is replaced, with the expression it feeds, by the constant it has there. Reads
+that decide a test but cannot be resolved (``sys.argv``, the hostname, the uid, a variable the
+runs may or may not have) are reported: no label may be confident about them unless it fails
+anyway. ``classify_everywhere`` runs a classifier in every environment and keeps the worst label
+(a fix applied only outside production gets the bug's label).
 """
 
 from __future__ import annotations
@@ -22,15 +26,20 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import PurePosixPath
 
+from ..child_process import deployment_env
 from . import UNSURE, folding
-from .workspace import Module, module, nodes, parse
+from .workspace import Module, binding_counts, module, nodes, parse
 
 WORKSPACE_DIR = "/workspace"
 # unset in every run the agent or the check starts (the environment contract of verification:
 # children start from child_process.child_env, the kit's own SANDBOX_* settings never reach them,
 # mp.spawn launches set no torchrun variables)
-UNSET = re.compile(r"(CI|CONTINUOUS_INTEGRATION|GITHUB_ACTIONS|GRADER\w*|GRADING\w*|PYTEST\w*|WORLD_SIZE"
-                   r"|LOCAL_WORLD_SIZE|LOCAL_RANK|GROUP_RANK|TORCHELASTIC\w*|SANDBOX_\w*)")
+UNSET = re.compile(r"(CI|CONTINUOUS_INTEGRATION|GITHUB_ACTIONS|GRADER\w*|GRADING\w*|EVAL\w*|PYTEST\w*"
+                   r"|WORLD_SIZE|LOCAL_WORLD_SIZE|LOCAL_RANK|GROUP_RANK|TORCHELASTIC\w*|SANDBOX_\w*)")
+# set in production only (child_process.deployment_env: a scheduler's job variables, a service user),
+# to values drawn per verification; a scheduler's variables never reach the agent's own runs
+DEPLOYMENT = frozenset(deployment_env("/", 1))
+SCHEDULER = re.compile(r"(SLURM|KUBERNETES)_\w*")
 # what every sandbox (docker and process mode alike) gives agent code: hostname and uid
 HOST_FACTS = {"socket.gethostname": "localhost", "platform.node": "localhost", "os.getuid": 1000,
               "os.geteuid": 1000}
@@ -91,8 +100,11 @@ class _Eval:
         return p if p.is_absolute() else PurePosixPath(self.env.root) / p
 
     def var(self, key: object, default: object = None) -> object:
-        if isinstance(key, str) and UNSET.fullmatch(key) and not {key, "*"} & self.written:
-            return default
+        if isinstance(key, str) and not {key, "*"} & self.written:
+            if UNSET.fullmatch(key) or (self.env.name != "production" and SCHEDULER.fullmatch(key)):
+                return default
+            if self.env.name == "production" and key in DEPLOYMENT:
+                return _SET
         raise _Unknown(f"environment variable {key!r}")
 
     def __call__(self, node: ast.AST) -> object:
@@ -108,7 +120,7 @@ class _Eval:
         if isinstance(node, (ast.Tuple, ast.List)):
             return tuple(ev(e) for e in node.elts)
         if isinstance(node, ast.JoinedStr):
-            return "".join(str(ev(v.value)) if isinstance(v, ast.FormattedValue) else str(v.value)
+            return "".join(str(_known(ev(v.value))) if isinstance(v, ast.FormattedValue) else str(v.value)
                            for v in node.values)
         if isinstance(node, ast.BoolOp):
             val: object = None
@@ -199,7 +211,7 @@ class _Eval:
         args = [self(a) for a in node.args]
         if name in ("Path", "PurePath", "PurePosixPath"):
             return PurePosixPath(*map(str, args))
-        if name in ("str", "bool", "len") and len(args) == 1:
+        if name in ("str", "bool", "len") and len(args) == 1 and (name == "bool" or args[0] is not _SET):
             return {"str": str, "bool": bool, "len": len}[name](args[0])
         if name in ("os.path.abspath", "os.path.realpath") and len(args) == 1:
             return str(self.path(args[0]))
@@ -215,6 +227,10 @@ class _Eval:
 
 
 def _compare(op: ast.cmpop, a: object, b: object) -> bool:
+    if _SET in (a, b):
+        if isinstance(op, (ast.Is, ast.IsNot)) and None in (a, b):
+            return isinstance(op, ast.IsNot)
+        raise _Unknown("a value drawn per verification")
     if isinstance(b, PurePosixPath) and isinstance(op, (ast.In, ast.NotIn)):
         raise _Unknown("comparison")
     v = folding.compare([op], [a, b])
@@ -224,32 +240,29 @@ def _compare(op: ast.cmpop, a: object, b: object) -> bool:
 
 
 _MISSING = object()
+
+
+class _Set:
+    """The value of a variable that is set to a value drawn per verification: only its presence
+    (truth, ``is None``) is known."""
+
+    def __bool__(self) -> bool:
+        return True
+
+
+_SET = _Set()
+
+
+def _known(v: object) -> object:
+    if v is _SET:
+        raise _Unknown("a value drawn per verification")
+    return v
 _SCALAR = (str, bool, int, float, type(None))
-
-
-def _single_stores(tree: ast.AST) -> dict[str, int]:
-    """How often each name is bound anywhere in ``tree`` (globals and nonlocals count twice)."""
-    stores: dict[str, int] = {}
-    for n in nodes(tree):
-        names: list[str] = []
-        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
-            names = [n.id]
-        elif isinstance(n, ast.arg):
-            names = [n.arg]
-        elif isinstance(n, (ast.Global, ast.Nonlocal)):
-            names = list(n.names) * 2
-        elif isinstance(n, (ast.Import, ast.ImportFrom)):
-            names = [a.asname or a.name for a in n.names]
-        elif isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)):
-            names = [n.name]
-        for name in names:
-            stores[name] = stores.get(name, 0) + 1
-    return stores
 
 
 def _derived(mod: Module) -> dict[str, ast.expr]:
     """Names bound once to an expression that reads the environment (``HERE = Path(__file__)``)."""
-    stores, out = _single_stores(mod.tree), {}
+    stores, out = binding_counts(mod.tree), {}
     assigns = [n for n in mod.nodes if isinstance(n, ast.Assign) and len(n.targets) == 1
                and isinstance(n.targets[0], ast.Name) and stores.get(n.targets[0].id) == 1]
     for _ in range(3):
@@ -394,7 +407,7 @@ class _Fold(ast.NodeTransformer):
 
 def _propagate(tree: ast.Module, made: set[int]) -> ast.Module:
     """A name bound once, to a folded environment read, is that constant wherever it is read."""
-    stores, consts = _single_stores(tree), {}
+    stores, consts = binding_counts(tree), {}
     for n in ast.walk(tree):
         if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) \
                 and id(n.value) in made and stores.get(n.targets[0].id) == 1:

@@ -3,13 +3,19 @@
 ``Run`` interprets, abstractly, what a check's driver runs: the workspace modules are imported,
 then the training entry point is called with the config the driver builds. Calls are followed
 into helpers, methods, properties and other workspace files (classes, dataclasses, closures,
-decorators); the interpretation tracks whether autograd records (no_grad / inference_mode /
+decorators, ``@contextmanager`` generators: the with-block runs at their one yield, in the modes
+they set); the interpretation tracks whether autograd records (no_grad / inference_mode /
 set_grad_enabled / enable_grad as a with-block, a decorator or a call that toggles it), whether
+the parameters require grad (``model.requires_grad_``, or each parameter's in a loop over
+``model.parameters()``; flags a context manager puts back unseen restore what it found), whether
 the model is in train or eval mode, and which values carry a forward graph (.item() / .detach()
 / float() / ops under no_grad drop it; lists, sums and dicts keep it). It records every forward
-(train or eval kind, its batch loop, the conditions it runs under, low precision), every value
-that a loop accumulates with its graph (a leak: that graph stays referenced), exits and
-backward calls without a graph. Anything on that path it does not understand raises Unsure.
+(train or eval kind, its batch loop, the conditions it runs under, low precision; a ``continue``
+under a condition puts the rest of the iteration under it), every value that a loop accumulates
+with its graph (a leak: that graph stays referenced), batch loops whose forward runs only on some
+iterations (a condition on the loop's index or counters: ``Loop.skips``), one batch's loss
+reported after its loop instead of an accumulation (``Run.once``), exits and backward calls
+without a graph. Anything on that path it does not understand raises Unsure.
 """
 
 import ast
@@ -24,6 +30,7 @@ from .workspace import module
 
 GT, GE, T = "Gt", "Ge", "T"  # graph of a train-mode / eval-mode forward; tensor or number, no graph
 CRIT, SUB = "crit", "submodule"  # a torch module held in a variable; a submodule of the model
+PARAMS, PARAM = "params", "param"  # model.parameters() (or a list of it); one parameter tensor
 DETACH = {"item", "detach", "detach_", "tolist", "__float__"}
 KEEPS = {"cpu", "to", "contiguous", "float", "view", "reshape", "squeeze", "unsqueeze", "flatten",
          "view_as", "reshape_as", "expand", "t", "type", "cuda"}  # may return (a view of) the input
@@ -104,6 +111,11 @@ class Ctx:  # a context manager understood: the grad mode it sets (None: unchang
     autocast: bool = False
 
 
+@dataclass(frozen=True)
+class Zip:  # zip(...) over the model's parameters: the element of each iteration
+    elems: tuple
+
+
 @dataclass(frozen=True, eq=False)
 class Iter:
     base: object
@@ -118,6 +130,8 @@ class Loop:
     stops: list = field(default_factory=list)
     kinds: set = field(default_factory=set)  # forward kinds seen inside ("train" / "eval")
     backward: bool = False
+    index: set = field(default_factory=set)  # its enumerate index and counters
+    skips: bool = False  # a forward runs under a condition on ``index``: some batches are skipped
 
 
 @dataclass
@@ -129,6 +143,7 @@ class Frame:
     loops: list = field(default_factory=list)
     rets: list = field(default_factory=list)
     globals_: set = field(default_factory=set)
+    once: set = field(default_factory=set)  # names holding one batch's loss (bound in a batch loop)
 
 
 def grad_call_mode(name: str, arg) -> bool | str | None:
@@ -156,6 +171,21 @@ def _tree(path: str, text: str) -> ast.Module:
 _SUSPENDS: weakref.WeakKeyDictionary[ast.AST, bool] = weakref.WeakKeyDictionary()
 
 
+def _is_contextmanager(v) -> bool:
+    return isinstance(v, Ext) and v.name.rsplit(".", 1)[-1] == "contextmanager"
+
+
+def _once_in(stmts: list, target: ast.AST) -> bool:
+    """Is ``target`` an expression statement of ``stmts``, or of the body of a with / try there
+    (a path that runs it exactly once, absent exceptions)?"""
+    for st in stmts:
+        if isinstance(st, ast.Expr) and st.value is target:
+            return True
+        if isinstance(st, (ast.With, ast.Try)) and _once_in(st.body, target):
+            return True
+    return False
+
+
 def _suspends(node: ast.AST) -> bool:
     found = _SUSPENDS.get(node)
     if found is None:
@@ -180,6 +210,9 @@ class Run:
         self.exits: list = []  # in an exception handler?
         self.crash = False
         self.doubts: list[str] = []  # reasons not to say "fixed"
+        self.once: list[int] = []  # lines reporting one batch's loss (returned or recorded) as a result
+        self._skip: ast.expr | None = None  # the test of an ``if ...: continue`` just run
+        self._on_yield: list = []  # per @contextmanager generator running: its with-block
 
     # ------------------------------------------------------------------ modules and names
     def module(self, path: str) -> dict:
@@ -233,6 +266,8 @@ class Run:
             if node is not None:
                 return self.eval(node, Frame(path, {}))
             return SUB if base.module else None
+        if base == PARAM:
+            return T
         if is_graph(base):
             return T if name in ("data", "grad", "shape", "dtype", "device", "requires_grad",
                                  "grad_fn", "ndim", "is_leaf") else base
@@ -311,6 +346,8 @@ class Run:
         if isinstance(node, (ast.List, ast.Set)):
             return graph_of(*[self.eval(e, fr) for e in node.elts])
         if isinstance(node, ast.Dict):
+            for v in node.values:
+                self._once(v, fr, record=True)
             return graph_of(*[self.eval(v, fr) for v in node.values])
         if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
             return self.comprehension(node, fr)
@@ -366,6 +403,8 @@ class Run:
                 self.training = name == "train" and (not args or self.truth(args[0]))
             elif name == "requires_grad_":
                 self.frozen = not (not args or self.truth(args[0]))
+            elif name == "parameters" and not args and not kw:
+                return PARAMS
             elif name in ("half", "bfloat16") or (name == "to" and any(
                     isinstance(a, Ext) and a.name.rsplit(".", 1)[-1] in LOWP for a in (*args, *kw.values()))):
                 self.lowp = True
@@ -374,6 +413,10 @@ class Run:
             elif name not in ("to", "float", "cpu", "cuda"):
                 return None  # parameters(), state_dict(), zero_grad(), ...
             return recv
+        if recv == PARAM:  # a parameter: requires_grad_(flag) freezes or thaws (all: a loop over them)
+            if name == "requires_grad_":
+                self.toggle(args[0] if args else kw.get("requires_grad", Const(True)))
+            return T
         if is_graph(recv):
             if name in DETACH:
                 return T
@@ -433,7 +476,7 @@ class Run:
         if name == "zip":
             if any(self.loader(a) for a in args):
                 raise Unsure("zip over a loader")
-            return None
+            return Zip(tuple(PARAM if a == PARAMS else None for a in args)) if PARAMS in args else None
         if name == "getattr" and len(args) >= 2 and isinstance(args[1], Const):
             v = self.attr(args[0], str(args[1].value))
             return args[2] if v is None and len(args) > 2 else v
@@ -447,13 +490,16 @@ class Run:
         return self.gop(g) if g else None  # a callable outside the workspace
 
     def forward(self):
-        if self.grad is None or self.training is None:
-            raise Unsure("grad or train mode unknown at a forward")
+        if self.grad is None or self.training is None or self.frozen is None:
+            raise Unsure("grad mode, train mode or requires_grad unknown at a forward")
         grad = self.grad and not self.frozen
         kind = "train" if self.training and grad else "eval"
         loop = self.batch_loop()
         conds = [c[1] for c in self.ctx if c[0] == "cond"]
         outer = any(c[0] == "loop" and not c[1].batch for c in self.ctx)
+        if loop and any(c[0] == "cond" and any(isinstance(n, ast.Name) and n.id in loop.index
+                                               for n in ast.walk(c[1])) for c in self.ctx[loop.depth:]):
+            loop.skips = True
         self.forwards.append((kind, loop, conds, self.lowp or self.autocast > 0, outer))
         if loop:
             loop.kinds.add(kind)
@@ -481,7 +527,14 @@ class Run:
             return (batch, True, elem) if it.kind == "trunc" else (batch, trunc, (T, elem))
         if self.loader(it):
             return True, False, (T, T)
+        if it == PARAMS or isinstance(it, Zip):
+            return False, False, PARAM if it == PARAMS else it.elems
         return False, False, it if is_graph(it) else None
+
+    def toggle(self, flag) -> None:
+        """A parameter's requires_grad set to ``flag`` (unknown: the grad mode of forwards is)."""
+        t = self.truth(flag)
+        self.frozen = None if t is None else not t
 
     # ------------------------------------------------------------------ stores and leaks
     def store(self, target, value, fr: Frame, accumulate: bool) -> None:
@@ -511,7 +564,9 @@ class Run:
                 self.store(t, v, fr, accumulate)
         elif isinstance(target, ast.Attribute):
             obj = self.eval(target.value, fr)
-            if isinstance(obj, Obj):
+            if obj == PARAM and target.attr == "requires_grad":
+                self.toggle(value)
+            elif isinstance(obj, Obj):
                 obj.attrs[target.attr] = join(obj.attrs.get(target.attr), value) if accumulate else value
         elif isinstance(target, ast.Subscript) and isinstance(root, ast.Name) and g:
             fr.env[root.id] = join(self.lookup(root.id, fr), g)
@@ -520,21 +575,50 @@ class Run:
 
     # ------------------------------------------------------------------ statements
     def block(self, stmts, fr: Frame) -> str | None:
-        for s in stmts:
-            r = self.stmt(s, fr)
-            if r:
-                return r
-        return None
+        pushed = 0  # ``if test: continue``: the rest of the block runs only when test is false
+        try:
+            for s in stmts:
+                r = self.stmt(s, fr)
+                if r:
+                    return r
+                if self._skip is not None:
+                    self.ctx.append(("cond", self._skip))
+                    self._skip, pushed = None, pushed + 1
+            return None
+        finally:
+            self._skip = None
+            if pushed:
+                del self.ctx[-pushed:]
+
+    def _once(self, node: ast.expr, fr: Frame, record: bool = False) -> None:
+        """A result (returned, or a record's value) read after its batch loop: one batch's loss
+        as the whole value is certain, through an expression a doubt."""
+        if fr.once and not any(lp.batch for lp in fr.loops):
+            if isinstance(node, ast.Name) and node.id in fr.once:
+                self.once.append(node.lineno)
+            elif not record and any(isinstance(n, ast.Name) and n.id in fr.once for n in ast.walk(node)):
+                self.doubts.append(f"one batch's loss reported at line {node.lineno}")
 
     def stmt(self, s, fr: Frame) -> str | None:
-        if isinstance(s, ast.Expr):
+        if isinstance(s, ast.Expr) and isinstance(s.value, ast.Yield) and self._on_yield \
+                and self._on_yield[-1] is not None:
+            body, self._on_yield[-1] = self._on_yield[-1], None
+            body(self.eval(s.value.value, fr))  # the with-block runs here, in the generator's modes
+        elif isinstance(s, ast.Expr):
             self.eval(s.value, fr)
         elif isinstance(s, ast.Assign):
+            reads = [n for n in ast.walk(s.value) if isinstance(n, ast.Name)]
+            lossy = any(is_graph(self.lookup(n.id, fr)) or n.id in fr.once for n in reads)
             v = self.eval(s.value, fr)
-            selfref = {n.id for n in ast.walk(s.value) if isinstance(n, ast.Name)}
+            selfref = {n.id for n in reads}
             for t in s.targets:
-                self.store(t, v, fr, accumulate=(isinstance(t, ast.Name) and t.id in selfref)
-                           or isinstance(t, ast.Subscript))
+                acc = (isinstance(t, ast.Name) and t.id in selfref) or isinstance(t, ast.Subscript)
+                self.store(t, v, fr, accumulate=acc)
+                if isinstance(t, ast.Name):  # one batch's loss, overwritten each iteration
+                    if lossy and not acc and self.batch_loop() is not None:
+                        fr.once.add(t.id)
+                    else:
+                        fr.once.discard(t.id)
         elif isinstance(s, ast.AnnAssign):
             if s.value is not None:
                 self.store(s.target, self.eval(s.value, fr), fr, accumulate=False)
@@ -548,7 +632,11 @@ class Run:
             else:
                 new = T if T in (old, v) else None
             self.store(s.target, new, fr, accumulate=True)
+            if isinstance(s.target, ast.Name):
+                fr.once.discard(s.target.id)
         elif isinstance(s, ast.Return):
+            if s.value is not None:
+                self._once(s.value, fr)
             fr.rets.append(self.eval(s.value, fr))
             self.stop(fr)
             return "return"
@@ -619,6 +707,8 @@ class Run:
         self.ctx.pop()
         if r1 and r2:
             return r1 if r1 == r2 else "raise"
+        if {r1, r2} == {"continue", None} and fr.loops:
+            self._skip = s.test if r1 else ast.UnaryOp(ast.Not(), s.test)
         if "return" in (r1, r2) and not fr.loops:
             self.doubts.append(f"a conditional return at line {s.lineno}")
         if r2:
@@ -630,7 +720,8 @@ class Run:
             fr.fresh |= fresh
             self.grad = self.grad if self.grad == grad else None
             self.training = self.training if self.training == training else None
-            self.frozen, self.lowp = self.frozen or frozen, self.lowp or lowp
+            self.frozen = self.frozen if self.frozen == frozen else None  # frozen on one side only
+            self.lowp = self.lowp or lowp
         return None
 
     def stop(self, fr: Frame) -> None:
@@ -646,14 +737,19 @@ class Run:
         else:
             batch, trunc, elem = self.iteration(self.eval(s.iter, fr))
         names = {n.id for n in ast.walk(getattr(s, "target", ast.Pass())) if isinstance(n, ast.Name)}
-        names |= {n.target.id for b in s.body for n in ast.walk(b)
-                  if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)}
+        counters = {n.target.id for b in s.body for n in ast.walk(b)
+                    if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)}
+        names |= counters
+        index = set(counters)
+        if isinstance(s, ast.For) and isinstance(s.iter, ast.Call) and isinstance(s.target, ast.Tuple) \
+                and getattr(s.iter.func, "id", "") == "enumerate" and isinstance(s.target.elts[0], ast.Name):
+            index.add(s.target.elts[0].id)
         for b in s.body:  # values that change from one iteration to the next are not constants
             for n in ast.walk(b):
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) \
                         and isinstance(fr.env.get(n.id), Const):
                     fr.env[n.id] = T
-        rec = Loop(batch, names, len(self.ctx))
+        rec = Loop(batch, names, len(self.ctx), index=index)
         self.ctx.append(("loop", rec))
         fr.loops.append(rec)
         outer_fresh, fr.fresh = fr.fresh, set()
@@ -699,6 +795,22 @@ class Run:
         if not items:
             return self.block(s.body, fr)
         item = items[0]
+        gen = self.generator_context(item.context_expr, fr)
+        if gen is not None:
+            out: list = []
+
+            def body(value) -> None:
+                if item.optional_vars is not None:
+                    self.store(item.optional_vars, value, fr, accumulate=False)
+                out.append(self.with_(s, items[1:], fr))
+
+            entry = self.frozen
+            self.invoke(*gen, on_yield=body)
+            if self.frozen is None:  # flags it saved and put back: what it found on entry
+                self.frozen = entry
+            if not out:
+                raise Unsure("a context manager that does not yield")
+            return out[0]
         before, cv = self.grad, self.eval(item.context_expr, fr)
         if isinstance(cv, (Obj, Fn)) or (cv is None and isinstance(item.context_expr, ast.IfExp)):
             raise Unsure("a context manager defined in the workspace or chosen at run time")
@@ -715,11 +827,28 @@ class Run:
         return r
 
     # ------------------------------------------------------------------ calls into the workspace
-    def invoke(self, fn: Fn, args, kw):
+    def generator_context(self, expr, fr: Frame):
+        """``(fn, args, kw)`` when ``expr`` calls a workspace ``@contextmanager`` generator whose one
+        ``yield`` runs exactly once (nested in with / try blocks only), else None."""
+        if not isinstance(expr, ast.Call):
+            return None
+        fn = self.eval(expr.func, fr)
+        if not isinstance(fn, Fn) or not any(_is_contextmanager(self.eval(d, Frame(fn.path, {})))
+                                             for d in fn.node.decorator_list):
+            return None
+        yields = [n for n in ast.walk(fn.node) if isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await))]
+        if len(yields) != 1 or not _once_in(fn.node.body, yields[0]):
+            raise Unsure(f"context manager {fn.node.name}: its yield may not run exactly once")
+        args = [self.eval(a, fr) for a in expr.args]
+        return fn, args, {k.arg: self.eval(k.value, fr) for k in expr.keywords}
+
+    def invoke(self, fn: Fn, args, kw, on_yield=None):
+        """Run a workspace function; ``on_yield``: a @contextmanager generator, whose with-block
+        ``on_yield`` runs at its yield."""
         node = fn.node
         if node in self.stack or len(self.stack) > 24:
             raise Unsure("recursion")
-        if _suspends(node):
+        if _suspends(node) and on_yield is None:
             raise Unsure(f"generator {node.name}")
         mode = "keep"
         for d in node.decorator_list:
@@ -732,17 +861,21 @@ class Run:
                 mode = mode if m is None else m
                 if m == "?":
                     raise Unsure("set_grad_enabled decorator with an unknown mode")
-            elif name not in ("property", "staticmethod"):
+            elif name not in ("property", "staticmethod") and not (on_yield and _is_contextmanager(callee)):
                 raise Unsure(f"decorator {ast.unparse(d)}")
         vals = ([fn.self_] if fn.self_ is not None and not any(
             getattr(d, "id", "") == "staticmethod" for d in node.decorator_list) else []) + list(args)
         env = bind(node, vals, kw, lambda d: self.eval(d, Frame(fn.path, {})), missing=Const(None))
         fr = Frame(fn.path, env, fn.closure)
         self.stack.append(node)
+        self._on_yield.append(on_yield)
         saved = self.grad
         if mode != "keep":
             self.grad = mode
-        self.block(node.body, fr)
+        try:
+            self.block(node.body, fr)
+        finally:
+            self._on_yield.pop()
         if mode != "keep":
             self.grad = saved
         self.stack.pop()

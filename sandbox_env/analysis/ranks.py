@@ -1,24 +1,30 @@
 """Which ranks reach which collective, and where each value comes from (distributed training).
 
 ``rank_runs`` runs a function of the workspace symbolically once per rank (2 ranks, as the
-check launches them), following helpers, methods and properties in any workspace file and
-deciding ``if`` tests that depend on the rank (``rank == 0``, ``is_main_process()``, locals
-and helper results derived from them). Each run yields the ordered sequence of collectives
+check launches them), following helpers, methods, properties and ``@contextmanager``
+generators (entered at the ``with``, resumed when it is left) in any workspace file, the
+attributes of objects helpers return, and module-level literal constants (also imported ones:
+an environment read folded to a constant), and deciding ``if`` tests that depend on the rank
+(``rank == 0``, ``is_main_process()``, locals and helper results derived from them; a name
+holds the rank if it says ``rank``, not ``ranks``). Each run yields the ordered sequence of collectives
 that rank issues (model forward/backward of a sharded model count as collectives: ``fsdp``),
 what it feeds each data-carrying collective, and where the values of the records it builds
 come from: ``G`` a cross-rank reduction (all_reduce SUM, reduce to this rank, all_gather ...),
-``N`` rank-local data or a constant, ``S`` a global count, ``U`` not understood. Two ranks whose
-sequences differ deadlock (or time out) at the first difference.
+``N`` rank-local data or a constant, ``S`` a global count, ``U`` not understood, and ``L`` the
+value of one iteration only of a loop over data (the last batch's loss read after the loop,
+not accumulated over it). Two ranks whose sequences differ deadlock (or time out) at the first
+difference.
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
+import re
 
 from . import folding
 from .exits import EXIT_CALLS
-from .workspace import Module, parse
+from .workspace import Module, binding_counts, parse
 
 COLLECTIVES = {
     "all_reduce", "reduce", "all_gather", "all_gather_into_tensor", "all_gather_object",
@@ -33,6 +39,12 @@ WORLD, BUDGET = 2, 20000
 DEFAULT_PG_TIMEOUT_S = 1800.0  # torch's default process-group timeout
 _U = object()  # an unknown value
 _UNKNOWN = ((_U, False), frozenset())  # (rank value, taint) of something rank-independent
+_RANK = re.compile(r"rank(?!s)")  # ``rank``, ``local_rank``, ``is_rank0``; not ``nranks`` / ``ALL_RANKS``
+
+
+def is_rank_name(name: str) -> bool:
+    """Does a name hold this process's rank (``ranks`` in the plural: a count or set of ranks)?"""
+    return bool(_RANK.search(name.lower()))
 
 
 def collective_name(dotted: str | None) -> str | None:
@@ -57,6 +69,7 @@ class _Frame:
     def __init__(self) -> None:
         self.rets: list[tuple] = []
         self.inplace: set[str] = set()
+        self.attrs: list[dict] = []  # per return: the attributes of the object it returns
 
 
 class RankRun:
@@ -76,6 +89,7 @@ class RankRun:
         self.stack: list[tuple[str, str]] = []
         self.frames: list[_Frame] = []
         self.steps = 0
+        self.returned: tuple[int, dict] = (0, {})  # (id of a call, attributes of what it returned)
 
     # -- values: (rank value, taint) with rank value = (concrete or _U, depends on the rank) --
     def ev(self, e: ast.AST | None, env: dict, mod: Module) -> tuple[tuple, frozenset]:
@@ -92,16 +106,19 @@ class RankRun:
             k = _key(e)
             if k in env:
                 return env[k]
+            const = self.an.constant(e, mod)
+            if const is not None:
+                return (const[0], False), frozenset()
             name = e.id if isinstance(e, ast.Name) else e.attr
             if isinstance(e, ast.Attribute):
                 prop = self.an.funcs.get(("m", name))
                 if prop and any(_is_property(f) for f, _ in prop):
                     return self.invoke(("m", name), [], {}, env, mod, recv=e.value)
                 base = self.ev(e.value, env, mod)
-                if "rank" in name.lower() or name in self.an.rank_attrs:
-                    return ((self.r if "rank" in name.lower() else _U), True), base[1] | {"N"}
+                if is_rank_name(name) or name in self.an.rank_attrs:
+                    return ((self.r if is_rank_name(name) else _U), True), base[1] | {"N"}
                 return ((WORLD if name == "world_size" else _U), base[0][1]), base[1]
-            if "rank" in name.lower():
+            if is_rank_name(name):
                 return (self.r, True), frozenset("N")
             return ((WORLD if name == "world_size" else _U), False), frozenset()
         if isinstance(e, ast.Call):
@@ -169,7 +186,7 @@ class RankRun:
     def _record(self, rec: dict) -> None:
         """A history entry built on rank 0: its values' taints (``samples#``: the count's value)."""
         if self.r == 0 and self.an.record_key in rec:
-            self.records.append({**{k: t for k, (_, t) in rec.items()},
+            self.records.append({**{k: _settled(t, keep=False) for k, (_, t) in rec.items()},
                                  "samples#": rec.get(self.an.count_key, ((None, False), None))[0][0]})
 
     def call(self, e: ast.Call, env: dict, mod: Module) -> tuple[tuple, frozenset]:
@@ -202,7 +219,9 @@ class RankRun:
         if helper:
             recv = e.func.value if isinstance(e.func, ast.Attribute) and helper[0] == "m" else None
             kws = {k.arg: k.value for k in e.keywords if k.arg}
-            return self.invoke(helper, e.args, kws, env, mod, recv=recv)
+            out = self.invoke(helper, e.args, kws, env, mod, recv=recv)
+            self.returned = (id(e), self.returned[1])
+            return out
         called = (_key(e.func) or "").split(".")[-1] if isinstance(e.func, (ast.Name, ast.Attribute)) else ""
         if tail in ("backward", "full_tensor") or called in self.an.model_names:
             self.seq.append("fsdp")
@@ -226,17 +245,21 @@ class RankRun:
             val = args[i] if len(e.args) > i else kw.get(name)
             return node, val
 
+        data = {"all_reduce": 0, "reduce": 0, "all_gather": 1, "all_gather_object": 1, "gather": 0,
+                "all_gather_into_tensor": 1, "gather_object": 0}.get(coll)
+        # one iteration's value stays one iteration's value, reduced over the ranks or not
+        once = frozenset(t for t in args[data][1] if _once(t)) if data is not None and len(args) > data \
+            else frozenset()
+
         def mark(node, taint: frozenset) -> None:
             k = node is not None and _key(node.value if isinstance(node, ast.Subscript) else node)
             if k:
-                env[k] = ((_U, False), taint)
+                env[k] = ((_U, False), taint | once)
                 if self.frames:
                     self.frames[-1].inplace.add(k)
 
-        data = {"all_reduce": 0, "reduce": 0, "all_gather": 1, "all_gather_object": 1, "gather": 0,
-                "all_gather_into_tensor": 1, "gather_object": 0}.get(coll)
         if data is not None:
-            self.sent.append(args[data][1] if len(args) > data else frozenset("U"))
+            self.sent.append(_settled(args[data][1], keep=False) if len(args) > data else frozenset("U"))
         if coll in ("all_reduce", "reduce"):
             op_node = arg(1 if coll == "all_reduce" else 2, "op")[0]
             op = (ast.unparse(op_node) if op_node is not None else "SUM").rsplit(".", 1)[-1]
@@ -259,10 +282,73 @@ class RankRun:
         elif coll not in ("barrier", "monitored_barrier", "new_group"):
             mark(arg(0, "output")[0], frozenset("U"))
 
-    def invoke(self, key, arg_nodes, kw_nodes, env, mod, *, recv=None) -> tuple[tuple, frozenset]:
-        """Run a workspace function inline: receiver attributes and in-place reductions of
-        arguments flow back to the caller."""
+    def _enter(self, item: ast.withitem, env: dict, mod: Module):
+        """Enter one ``with`` item. A workspace ``@contextmanager`` generator runs up to its
+        ``yield`` here (the ``as`` target is the yielded object, attributes included); the
+        function returned runs the rest when the block is left. Anything else is evaluated once."""
+        e, target = item.context_expr, item.optional_vars
+        split = self._generator(e, mod)
+        if split is None:
+            v = self.ev(e, env, mod)
+            if target is not None:
+                self._assign(target, v, env)
+            return None
+        key, pre, yielded, post = split
+        local: dict = {}
+        recv = e.func.value if isinstance(e.func, ast.Attribute) and key[0] == "m" else None
+        kws = {k.arg: k.value for k in e.keywords if k.arg}
+        v = self.invoke(key, e.args, kws, env, mod, recv=recv, body=[*pre, ast.Return(yielded)], keep=local)
+        inner, outer = yielded is not None and _key(yielded), target is not None and _key(target)
+        if target is not None:
+            self._assign(target, v, env)
+        if inner and outer:
+            env.update({outer + k[len(inner):]: x for k, x in local.items() if k.startswith(inner + ".")})
         fn, fmod = self.an.funcs[key][0]
+
+        def leave(env: dict) -> None:
+            if inner and outer:
+                local.update({inner + k[len(outer):]: x for k, x in env.items()
+                              if k == outer or k.startswith(outer + ".")})
+            if key not in self.stack:
+                self.run_body(key, fn, fmod, local, post)
+            if inner and outer:
+                env.update({outer + k[len(inner):]: x for k, x in local.items() if k.startswith(inner + ".")})
+        return leave
+
+    def _generator(self, e: ast.expr, mod: Module):
+        """``(key, statements before the yield, yielded expression, statements after)`` of a call
+        of a workspace ``@contextmanager`` function with one top-level ``yield`` (possibly in a
+        ``try``); None (flagged unsure if it is such a function) otherwise."""
+        helper = self.an.helper_of(e, mod) if isinstance(e, ast.Call) else None
+        if helper is None:
+            return None
+        fn, _ = self.an.funcs[helper][0]
+        if not any((getattr(d, "id", "") or getattr(d, "attr", "")).endswith("contextmanager")
+                   for d in fn.decorator_list):
+            return None
+
+        def at(body: list[ast.stmt]) -> int | None:
+            return next((i for i, st in enumerate(body) if isinstance(st, ast.Expr)
+                         and isinstance(st.value, ast.Yield)), None)
+
+        i = at(fn.body)
+        if i is not None:
+            return helper, fn.body[:i], fn.body[i].value.value, fn.body[i + 1:]
+        for i, st in enumerate(fn.body):
+            if isinstance(st, ast.Try) and (j := at(st.body)) is not None:
+                return (helper, fn.body[:i] + st.body[:j], st.body[j].value.value,
+                        st.body[j + 1:] + st.orelse + st.finalbody + fn.body[i + 1:])
+        self.flags.add("unsure: context manager")
+        return None
+
+    def invoke(self, key, arg_nodes, kw_nodes, env, mod, *, recv=None, body=None,
+               keep=None) -> tuple[tuple, frozenset]:
+        """Run a workspace function inline: receiver attributes and in-place reductions of
+        arguments flow back to the caller, and the attributes of an object it returns are left in
+        ``self.returned``. ``body``: run these statements instead of the function's; ``keep``:
+        receives its locals (a generator resumed later)."""
+        fn, fmod = self.an.funcs[key][0]
+        self.returned = (0, {})
         recv_key, recv_node = (recv is not None and _key(recv)) or None, recv
         if key in self.stack:
             return (_U, False), frozenset("U")
@@ -281,7 +367,11 @@ class RankRun:
             local[p] = self.ev(node, env, mod) if node is not None else ((_U, False), frozenset("U"))
         for a in fn.args.kwonlyargs:
             local[a.arg] = self.ev(kw_nodes[a.arg], env, mod) if a.arg in kw_nodes else _UNKNOWN
-        frame = self.run_body(key, fn, fmod, local)
+        frame = self.run_body(key, fn, fmod, local, body)
+        if keep is not None:
+            keep.update(local)
+        if len(frame.attrs) == 1 and len(frame.rets) == 1:
+            self.returned = (0, frame.attrs[0])
         if recv_key and key[0] == "m" and fn.args.args:
             me = fn.args.args[0].arg
             for k, v in local.items():
@@ -294,14 +384,15 @@ class RankRun:
             return (None, False), frozenset()
         vals = {id(v[0][0]) if v[0][0] is _U else repr(v[0][0]) for v in frame.rets}
         val = frame.rets[0][0][0] if len(vals) == 1 else _U
-        return (val, any(v[0][1] for v in frame.rets)), frozenset().union(*(v[1] for v in frame.rets))
+        taint = _settled(frozenset().union(*(v[1] for v in frame.rets)))
+        return (val, any(v[0][1] for v in frame.rets)), taint
 
-    def run_body(self, key, fn, mod, local) -> _Frame:
+    def run_body(self, key, fn, mod, local, body=None) -> _Frame:
         frame = _Frame()
         self.stack.append(key)
         self.frames.append(frame)
         try:
-            self.block(fn.body, local, mod)
+            self.block(fn.body if body is None else body, local, mod)
         finally:
             self.stack.pop()
             self.frames.pop()
@@ -318,9 +409,9 @@ class RankRun:
         k = _key(target.value if isinstance(target, ast.Subscript) else target)
         if not k:
             return
-        if aug or isinstance(target, ast.Subscript):
+        if aug or isinstance(target, ast.Subscript):  # accumulated over a loop: no longer one iteration's
             old = env.get(k, _UNKNOWN)
-            value = ((_U, old[0][1] or value[0][1]), old[1] | value[1])
+            value = ((_U, old[0][1] or value[0][1]), old[1] | _settled(value[1], keep=False))
         for stale in [s for s in env if s.startswith(k + ".")]:
             del env[stale]
         env[k] = value
@@ -352,19 +443,22 @@ class RankRun:
             elif isinstance(st, (ast.For, ast.AsyncFor, ast.While)):
                 it = self.ev(st.iter if not isinstance(st, ast.While) else st.test, env, mod)
                 inner = dict(env)
-                if not isinstance(st, ast.While):
-                    self._assign(st.target, it, inner)
+                if not isinstance(st, ast.While):  # the item: one iteration's data (not a literal list)
+                    literal = isinstance(st.iter, (ast.Tuple, ast.List, ast.Set))
+                    item = it[1] if literal else it[1] | {f"I{st.lineno}"}
+                    self._assign(st.target, (it[0], item), inner)
                 _, body = self._sub(self.block, st.body, inner, mod)
                 if body:
                     self.seq.append(("loop", st.lineno, tuple(body), it[0][1] and f"rank {self.r}"))
-                env.update(_merge(env, inner))
+                marker = f"I{st.lineno}"
+                env.update({k: (v[0], _settled(v[1], marker)) for k, v in _merge(env, inner).items()})
                 self.block(st.orelse, env, mod)
             elif isinstance(st, (ast.With, ast.AsyncWith)):
-                for item in st.items:
-                    v = self.ev(item.context_expr, env, mod)
-                    if item.optional_vars is not None:
-                        self._assign(item.optional_vars, v, env)
+                leave = [self._enter(item, env, mod) for item in st.items]
                 out = self.block(st.body, env, mod)
+                for fn in reversed(leave):
+                    if fn is not None:
+                        fn(env)
                 if out:
                     return out
             elif isinstance(st, ast.Try) or type(st).__name__ == "TryStar":
@@ -382,6 +476,10 @@ class RankRun:
                 v = self.ev(st.value, env, mod)
                 if self.frames:
                     self.frames[-1].rets.append(v)
+                    k = st.value is not None and _key(st.value)
+                    if k:
+                        self.frames[-1].attrs.append({s[len(k):]: x for s, x in env.items()
+                                                      if s.startswith(k + ".")})
                 return "ret"
             elif isinstance(st, ast.Raise):
                 self.ev(st.exc, env, mod)
@@ -396,14 +494,37 @@ class RankRun:
                     self._assign(t, v, env)
             elif isinstance(st, ast.Assign):
                 v = self.ev(st.value, env, mod)
+                if any(_key(t) and _key(t) in _reads(st.value) for t in st.targets):  # ``s = s + x``
+                    v = (v[0], _settled(v[1], keep=False))
+                attrs = self.returned[1] if self.returned[0] == id(st.value) else {}
                 for t in st.targets:
                     self._assign(t, v, env)
+                    if attrs and (k := _key(t)):  # ``out = make()``: the returned object's attributes
+                        env.update({k + s: x for s, x in attrs.items()})
             elif isinstance(st, (ast.AugAssign, ast.AnnAssign)):
                 if st.value is not None:
                     self._assign(st.target, self.ev(st.value, env, mod), env, isinstance(st, ast.AugAssign))
             elif isinstance(st, ast.Expr):
                 self.ev(st.value, env, mod)
         return None
+
+
+def _once(t: str) -> bool:
+    """``L`` or a marker ``I<line>``: the value of one iteration (of the loop at that line)."""
+    return t == "L" or t[0] == "I"
+
+
+def _settled(t: frozenset, marker: str | None = None, keep: bool = True) -> frozenset:
+    """``t`` with iteration markers (``marker`` only, if given) turned into ``L`` (left the loop:
+    one iteration's value), or dropped with ``keep=False`` (accumulated, or used per iteration)."""
+    mine = {x for x in t if x[0] == "I" and marker in (None, x)}
+    if not mine:
+        return t
+    return (t - mine) | ({"L"} if keep else set())
+
+
+def _reads(e: ast.AST) -> set[str]:
+    return {k for n in ast.walk(e) if isinstance(n, (ast.Name, ast.Attribute)) and (k := _key(n))}
 
 
 def _union(*taints: frozenset) -> frozenset:
@@ -481,6 +602,22 @@ class Analysis:
             return None
         return key if key in self.funcs else None
 
+    def constant(self, e: ast.expr, mod: Module) -> tuple[object] | None:
+        """``(value,)`` of a module-level name bound once, to a literal, in ``mod`` or in the
+        workspace module it is imported from (``from metrics import FLAG`` / ``metrics.FLAG``),
+        and nowhere rebound; None for anything else."""
+        name = mod.dotted(e)
+        if isinstance(e, ast.Name) and name == e.id:
+            src, attr = mod, name
+        elif "." in name and name.rsplit(".", 1)[0] in self.modules:
+            src, attr = self.modules[name.rsplit(".", 1)[0]], name.rsplit(".", 1)[1]
+            if isinstance(e, ast.Name) and _constants(mod)[1].get(e.id, 0) != 1:
+                return None  # the imported name is rebound where it is used
+        else:
+            return None
+        consts, _ = _constants(src)
+        return (consts[attr],) if attr in consts else None
+
     def pg_timeout_s(self, fields: dict) -> float | None:
         """The process-group timeout `python train.py` runs with (config values resolved)."""
         found = None
@@ -514,10 +651,24 @@ def _definitions(mod: Module) -> tuple[tuple[tuple[tuple[str, str], ast.AST], ..
     for node in mod.of(ast.FunctionDef, ast.AsyncFunctionDef, ast.Assign):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             defs.append((("m" if id(node) in methods else "f", node.name), node))
-        if isinstance(node, ast.Assign) and any(isinstance(n, ast.Name) and "rank" in n.id.lower()
+        if isinstance(node, ast.Assign) and any(isinstance(n, ast.Name) and is_rank_name(n.id)
                                                 for n in ast.walk(node.value)):
             attrs |= {t.attr for t in node.targets if isinstance(t, ast.Attribute)}
     found = mod.facts["rank_definitions"] = (tuple(defs), frozenset(attrs))
+    return found
+
+
+def _constants(mod: Module) -> tuple[dict[str, object], dict[str, int]]:
+    """A module's names bound once, at top level, to a literal (``FLAG = False``, what an
+    environment read folds to) and how often each name is bound anywhere in it: memoised."""
+    found = mod.facts.get("rank_constants")
+    if found is not None:
+        return found
+    stores = binding_counts(mod.tree)
+    consts = {st.targets[0].id: st.value.value for st in mod.tree.body
+              if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)
+              and isinstance(st.value, ast.Constant) and stores.get(st.targets[0].id) == 1}
+    found = mod.facts["rank_constants"] = (consts, stores)
     return found
 
 
@@ -552,7 +703,7 @@ def rank_runs(an: Analysis, train: Module, fn: ast.FunctionDef) -> list[list[Ran
             run = RankRun(an, r)
             args = [a.arg for a in f.args.args]
             # the rank: a parameter named so, or the first one of the spawn target
-            is_rank = ["rank" in a.lower() or (i == 0 and key != ("f", fn.name)) for i, a in enumerate(args)]
+            is_rank = [is_rank_name(a) or (i == 0 and key != ("f", fn.name)) for i, a in enumerate(args)]
             run.run_function(key, f, train, {a: ((r, True) if rk else (_U, False), frozenset("N"))
                                              for a, rk in zip(args, is_rank, strict=True)})
             pair.append(run)

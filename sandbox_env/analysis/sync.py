@@ -3,11 +3,16 @@ parameters through autograd, and is every gradient averaged across ranks.
 
 ``Interp`` runs the training function abstractly, once for a step where the scheduled
 objective (the ``head`` submodule's term, every ``schedule`` steps) is on and once where it is
-off. Helper functions and the model's forward are inlined; constants and config defaults are
-folded (``step % cfg.<schedule>`` is 0 in the "on" step) except the fields the check draws.
+off. Helper functions, the model's forward and its methods are inlined (``self.training`` is
+true unless ``.eval()`` was called, ``torch.is_grad_enabled()`` outside ``no_grad``; a fresh
+``Config()`` holds the defaults); constants and config defaults are folded (``step %
+cfg.<schedule>`` is 0 in the "on" step; the schedule's period is at least 2, so
+``cfg.<schedule> > 1`` holds) except the fields the check draws.
 Values track whether the loss depends through autograd on the head's parameters and whether
-the head contributes a non-zero amount (scaled by the ``weight`` field). It records the DDP
-wrappers and their options, forwards (through DDP, the raw module, under ``no_sync``),
+the head contributes a non-zero amount (scaled by the ``weight`` field; the head applied to an
+empty batch contributes nothing). It records the DDP wrappers and their options (a workspace
+subclass of DDP whose forward calls ``self.module``: a forward that bypasses the reducer), the
+model class's literal class attributes, forwards (through DDP, the raw module, under ``no_sync``),
 backwards, manual gradient all-reduces, optimisers and swallowed errors. Anything it does not
 model on a path that matters (a branch it cannot decide that changes the loss or holds a
 collective, rank-dependent training code, unknown DDP options, unrecognised gradient
@@ -29,7 +34,8 @@ from .workspace import nodes, owner
 class Roles:
     """Task facts the interpretation needs: the conditionally used submodule (attribute name),
     the config fields of its schedule and weight, the fields the check draws (not folded), the
-    model's module and its builder function."""
+    model's module and its builder function, the config's module and class (``Config()``: the
+    defaults)."""
 
     head: str
     schedule: str
@@ -37,6 +43,8 @@ class Roles:
     owned: frozenset
     model_module: str = "model.py"
     builder: str = "build_model"
+    config_module: str = "config.py"
+    config_class: str = "Config"
 
     @property
     def head_params(self) -> set[str]:
@@ -44,7 +52,9 @@ class Roles:
 
 
 NO_GRAD_FUNCS = {"zeros_like", "ones_like", "empty_like", "full_like", "zeros", "ones", "tensor",
+                 "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor",
                  "randn_like", "rand_like", "as_tensor", "item", "tolist", "numpy", "detach"}
+EMPTY_MAKERS = {"zeros", "ones", "empty", "new_zeros", "new_ones", "new_empty", "randn", "rand"}
 HARMLESS_COLLECTIVES = {"barrier", "broadcast", "init_process_group", "destroy_process_group"}
 UNK = object()  # unknown constant
 
@@ -83,6 +93,24 @@ def _catches_runtime(h: ast.ExceptHandler) -> bool:
 def _swallows(t: ast.Try) -> bool:
     return any(_catches_runtime(h) and not any(isinstance(n, ast.Raise) for n in ast.walk(h))
                for h in t.handlers)
+
+
+def _schedule_compare(ops: list[ast.cmpop], vals: list["Val"]) -> bool | None:
+    """``cfg.<schedule> > 1`` and the like: the schedule is a period of at least 2 (the
+    interpretation has a step where the objective is off), so a comparison with a constant is
+    decided when it holds alike at 2 and at any larger period; None when it is not."""
+    if len(ops) != 1 or [v.kind == "schedule" for v in vals].count(True) != 1:
+        return None
+    other = vals[1] if vals[0].kind == "schedule" else vals[0]
+    if isinstance(other.const, bool) or not isinstance(other.const, (int, float)):
+        return None
+    ends = []
+    for period in (2, 3, 10**12):  # 3: an integer period between 2 and a constant below 3
+        pair = [period, other.const] if vals[0].kind == "schedule" else [other.const, period]
+        if isinstance(ops[0], (ast.Eq, ast.NotEq)) and other.const >= 2:
+            return None
+        ends.append(folding.compare(ops, pair))
+    return ends[0] if ends[0] is not folding.NO_VALUE and len(set(map(bool, ends))) == 1 else None
 
 
 def _collective_name(call: ast.Call, aliases: dict[str, str]) -> str | None:
@@ -130,6 +158,7 @@ class Interp:
         self.in_loop = False
         self.nosync = False
         self.nograd = False
+        self.eval_mode = False  # model.eval() called (self.training is False)
         self.catching = False  # inside a try that swallows RuntimeError
         self.depth = 0
         self.ddp: list[dict] = []
@@ -186,10 +215,16 @@ class Interp:
                 return Val(is_w=True)
             if node.attr == self.c.roles.schedule:
                 return Val(kind="schedule")
+            if base.kind == "defaults":
+                return Val(const=c.defaults[node.attr]) if node.attr in c.defaults else N
             if base.kind == "cfg" or getattr(node.value, "id", "") in ("cfg", "config"):
                 if node.attr in c.config and node.attr not in self.c.roles.owned:
                     return Val(const=c.config[node.attr])
                 return N
+            if base.kind in ("self", "raw") and node.attr in c.class_consts:
+                return Val(const=c.class_consts[node.attr])
+            if base.kind == "self" and node.attr == "training":
+                return Val(const=not self.eval_mode)
             if base.kind == "self":
                 return Val(kind="submodule")
             return replace(base, const=UNK, kind=None, tup=None, is_w=False)
@@ -213,6 +248,8 @@ class Interp:
             return Val(const=not decisive) if all(v.const is not UNK for v in vals) else _mix(*vals)
         if isinstance(node, ast.Compare):
             vals = [self.ev(x, env) for x in [node.left, *node.comparators]]
+            if (s := _schedule_compare(node.ops, vals)) is not None:
+                return Val(const=s)
             if all(v.const is not UNK for v in vals):
                 v = folding.compare(node.ops, [v.const for v in vals])
                 return N if v is folding.NO_VALUE else Val(const=v)
@@ -242,6 +279,8 @@ class Interp:
             const = tuple(e.const for e in elts) if all(e.const is not UNK for e in elts) else UNK
             return replace(_mix(*elts), tup=elts, const=const)
         if isinstance(node, (ast.GeneratorExp, ast.ListComp, ast.SetComp)):
+            if (kind := self.param_comprehension(node, env)) is not None:
+                return replace(_head(c.head_trainable), kind=kind)
             inner = dict(env)
             for g in node.generators:
                 it = self.ev(g.iter, inner)
@@ -255,6 +294,29 @@ class Interp:
         if isinstance(node, ast.Lambda):
             raise Unsure("lambda in training code")
         return _mix(*(self.ev(ch, env) for ch in ast.iter_child_nodes(node) if isinstance(ch, ast.expr)))
+
+    def param_comprehension(self, node: ast.GeneratorExp | ast.ListComp | ast.SetComp,
+                            env: dict[str, Val]) -> str | None:
+        """``[p for p in m.parameters()]`` / ``[p for _, p in m.named_parameters()]``: the same
+        parameters (``params_all`` / ``params_head``); ``[f"<head>.{n}" for n, _ in
+        m.<head>.named_parameters()]``: the head's parameter names (``head_names``)."""
+        if len(node.generators) != 1 or node.generators[0].ifs:
+            return None
+        g = node.generators[0]
+        kind = self.ev(g.iter, env).kind or ""
+        targets = g.target.elts if isinstance(g.target, ast.Tuple) else [g.target]
+        names = [getattr(t, "id", None) for t in targets]
+        elt = node.elt
+        if kind in ("params_all", "params_head") and names == [getattr(elt, "id", "")]:
+            return kind
+        if kind.startswith("named_") and len(names) == 2 and getattr(elt, "id", "") == names[1]:
+            return kind[len("named_"):]
+        if kind == "named_params_head" and len(names) == 2 and isinstance(elt, ast.JoinedStr) \
+                and [type(v) for v in elt.values] == [ast.Constant, ast.FormattedValue] \
+                and elt.values[0].value == f"{self.c.roles.head}." \
+                and getattr(elt.values[1].value, "id", "") == names[0] and elt.values[1].format_spec is None:
+            return "head_names"
+        return None
 
     def mult(self, a: Val, b: Val) -> Val:
         if a.zero or b.zero:
@@ -275,18 +337,29 @@ class Interp:
                 raise Unsure("conditional exit")
             raise _Exit()
         fval = env.get(f.id) if isinstance(f, ast.Name) else None
+        if name in EMPTY_MAKERS and self.empty_shape(node, env):
+            return Val(kind="empty")
         if isinstance(f, ast.Attribute):
             base, a = self.ev(f.value, env), f.attr
             if a == self.c.roles.head and base.kind in ("self", "raw", "ddp"):
-                return _head(c.head_trainable)  # calling the head
+                return self.call_head(node, env)
+            if base.kind == "self" and a in c.methods:
+                return self.call_method(c.methods[a], node, env)
+            if a in ("train", "eval") and base.kind in ("ddp", "raw"):
+                mode = a == "eval" or (bool(node.args) and self.ev(node.args[0], env).const is False)
+                if mode != self.eval_mode and self.uncertain:
+                    raise Unsure("train / eval mode switched under a branch the analysis cannot decide")
+                self.eval_mode = mode
+                return Val(kind=base.kind)
             if a == "module" and base.kind == "ddp":
                 fval = Val(kind="raw")
             elif a == "forward" and base.kind in ("ddp", "raw"):
                 fval = base
             elif base.kind in ("ddp", "raw", "head", "submodule") and a in ("parameters", "named_parameters"):
-                if a == "named_parameters" or base.kind == "submodule":
+                if base.kind == "submodule":
                     return N
-                kind = "params_head" if base.kind == "head" else "params_all"
+                kind = ("named_" if a == "named_parameters" else "") + (
+                    "params_head" if base.kind == "head" else "params_all")
                 return replace(_head(c.head_trainable), kind=kind)
             elif base.kind == "ddp" and a == "no_sync":
                 return Val(kind="nosync")
@@ -302,9 +375,11 @@ class Interp:
             elif a == "step" and base.kind == "optim":
                 self.event("optimizer step")
                 return N
-            elif a == "_set_params_and_buffers_to_ignore_for_rank":
+            elif a in ("_set_params_and_buffers_to_ignore_for_rank",
+                       "_set_params_and_buffers_to_ignore_for_model"):
                 names = {e.value for e in getattr(node.args[-1], "elts", []) if isinstance(e, ast.Constant)}
-                if names != self.c.roles.head_params:
+                if names != self.c.roles.head_params and (
+                        not node.args or self.ev(node.args[-1], env).kind != "head_names"):
                     raise Unsure("DDP ignores other parameters")
                 c.head_ignored = True
                 return N
@@ -314,11 +389,17 @@ class Interp:
                 return self.mult(base, self.ev(node.args[0], env))
         if fval is not None and fval.kind in ("ddp", "raw"):
             return self.forward(node, fval.kind, env)
+        if fval is not None and fval.kind == "head":  # the head passed to a helper
+            return self.call_head(node, env)
         if isinstance(f, ast.Name) and f.id in c.funcs and f.id not in env:
             args = [self.ev(a, env) for a in node.args]
             if _starred(node):
                 raise Unsure("star arguments to a helper")
             return self.call_fn(c.funcs[f.id], args, {k.arg: self.ev(k.value, env) for k in node.keywords})
+        if isinstance(f, ast.Name) and f.id in c.ddp_subclasses and f.id not in env:
+            return self.make_ddp(node, env, c.ddp_subclasses[f.id])
+        if name == c.roles.config_class and not node.args and not node.keywords:
+            return Val(kind="defaults")  # a fresh config: its defaults, not the check's values
         if name == "DistributedDataParallel" or q.endswith(".DistributedDataParallel"):
             return self.make_ddp(node, env)
         if name in c.model_builders:
@@ -335,6 +416,12 @@ class Interp:
                 raise Unsure(f"unrecognised collective {coll} in the training loop")
         elif coll in HARMLESS_COLLECTIVES and (self.uncertain and self.in_loop):
             raise Unsure(f"{coll} reached by some ranks only")
+        if name == "getattr" and isinstance(f, ast.Name) and len(node.args) in (2, 3) \
+                and isinstance(node.args[1], ast.Constant) and node.args[1].value in c.class_consts \
+                and self.ev(node.args[0], env).kind in ("self", "raw"):
+            return Val(const=c.class_consts[node.args[1].value])
+        if q == "torch.is_grad_enabled":
+            return Val(const=not self.nograd)
         if name in ("nullcontext",):
             return Val(kind="null")
         if name in ("no_grad", "inference_mode"):
@@ -354,8 +441,45 @@ class Interp:
             parts.append(self.ev(f.value, env))
         return _mix(*parts)
 
-    def make_ddp(self, node: ast.Call, env: dict[str, Val]) -> Val:
+    def call_method(self, fn: ast.FunctionDef, node: ast.Call, env: dict[str, Val]) -> Val:
+        """``self.<method>(...)`` of the model class: inlined (a static method binds no self)."""
+        decorators = [getattr(d, "id", None) for d in fn.decorator_list]
+        if decorators not in ([], ["staticmethod"]) or _starred(node):
+            raise Unsure(f"call of the model's method {fn.name}")
+        args = [self.ev(a, env) for a in node.args]
+        kwargs = {k.arg: self.ev(k.value, env) for k in node.keywords}
+        return self.call_fn(fn, args, kwargs, bound=None if decorators else {"self": Val(kind="self")})
+
+    def call_head(self, node: ast.Call, env: dict[str, Val]) -> Val:
+        """The head applied to its input: a path to its parameters, and a contribution unless
+        the input is an empty batch (``head(x.new_zeros((0, n))).sum()`` is exactly 0)."""
+        args = [self.ev(a, env) for a in node.args]
+        if len(args) == 1 and args[0].kind == "empty":
+            return Val(grad=self.c.head_trainable)
+        return _head(self.c.head_trainable)
+
+    def empty_shape(self, node: ast.Call, env: dict[str, Val]) -> bool:
+        """A tensor maker whose shape (a tuple or the positional sizes) has a dimension 0."""
+        dims = node.args
+        if len(dims) == 1 and isinstance(dims[0], (ast.Tuple, ast.List)):
+            dims = dims[0].elts
+        return any(self.ev(d, env).const == 0 for d in dims) and not _starred(node)
+
+    def make_ddp(self, node: ast.Call, env: dict[str, Val], subclass: ast.ClassDef | None = None) -> Val:
+        """DDP(model, ...) or a workspace subclass of DDP: only one whose forward hands its
+        arguments to ``self.module`` (DDP's forward, so its reducer, never runs: a local
+        forward) is modelled."""
         self.event("DDP construction")
+        local = False
+        if subclass is not None:
+            methods = {n.name: n for n in subclass.body
+                       if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            if set(methods) - {"forward"} or any(not isinstance(n, (ast.FunctionDef, ast.Expr, ast.Pass))
+                                                 for n in subclass.body):
+                raise Unsure(f"DDP subclass {subclass.name} the analysis does not model")
+            local = "forward" in methods
+            if local and not _hands_to_module(methods["forward"]):
+                raise Unsure(f"forward of the DDP subclass {subclass.name}")
         kws = {k.arg: k.value for k in node.keywords if k.arg}
         for k in node.keywords:
             if k.arg is None:
@@ -374,12 +498,14 @@ class Interp:
             if t is None:
                 raise Unsure(f"{opt} of unknown value")
             opts[opt] = t
-        self.ddp.append(opts)
+        self.ddp.append({**opts, "local_forward": True} if local else opts)
         return Val(kind="ddp")
 
     def forward(self, node: ast.Call, kind: str, env: dict[str, Val]) -> Val:
         self.event("forward")
         c = self.c
+        if kind == "ddp" and any(d.get("local_forward") for d in self.ddp):
+            kind = "raw"  # the subclass's forward calls the module itself
         if self.in_loop:
             self.forwards.append((kind, self.nosync))
         if c.forward is None:
@@ -401,7 +527,7 @@ class Interp:
                 self.assign(e, sub, env)
         elif isinstance(t, ast.Attribute):
             base = self.ev(t.value, env)
-            if base.kind == "ddp":
+            if base.kind == "ddp" or (base.kind in ("raw", "self") and t.attr in self.c.class_consts):
                 raise Unsure(f"assignment to {t.attr}")
 
     def run(self, body: list[ast.stmt], env: dict[str, Val]) -> None:
@@ -498,7 +624,8 @@ class Interp:
             pass
 
     def manual_reduce(self, st: ast.For, it: Val) -> bool:
-        """``for p in <params>: [if p.grad is not None:] all_reduce(p.grad); p.grad /= ws``."""
+        """``for p in <params>: [if p.grad is not None:] all_reduce(p.grad); p.grad /= ws``
+        (outside the training loop, ``all_reduce(p)`` averages parameters, no gradient)."""
         if not isinstance(st.target, ast.Name):
             return False
         p = st.target.id
@@ -508,6 +635,9 @@ class Interp:
             return False
         self.event("gradient all-reduce")
         grads = [a for n in calls for a in n.args[:1]]
+        if not self.in_loop and grads and all(_dotted(g, {}) in (p, f"{p}.data") for g in grads) \
+                and it.kind in ("params_all", "params_head"):
+            return True  # parameters averaged outside the training loop: no gradient is
         if not all(isinstance(g, ast.Attribute) and _dotted(g, {}) in (f"{p}.grad", f"{p}.grad.data")
                    for g in grads) or it.kind not in ("params_all", "params_head"):
             raise Unsure("all-reduce of something other than every gradient")
@@ -538,6 +668,8 @@ class Ctx:
         model = trees.get(roles.model_module)
         classes = [n for n in nodes(model) if isinstance(n, ast.ClassDef)] if model else []
         self.forward = None
+        self.methods: dict[str, ast.FunctionDef] = {}  # of the model class, inlined for self.<m>()
+        self.class_consts: dict[str, object] = {}  # its literal class attributes
         self.head_defined = False
         for cls in classes:
             init = _method(cls, "__init__")
@@ -545,9 +677,16 @@ class Ctx:
                             for st in ast.walk(init) if isinstance(st, ast.Assign) for t in st.targets):
                 self.head_defined = True
                 self.forward = _method(cls, "forward")
+                self.methods = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef)
+                                and n.name not in ("forward", "__init__")}
+                self.class_consts = _class_consts(cls)
         if self.forward is None and classes:
             self.forward = next((m for cl in classes if (m := _method(cl, "forward"))), None)
+        self.ddp_subclasses = {
+            n.name: n for tree in trees.values() for n in tree.body if isinstance(n, ast.ClassDef)
+            and any(_dotted(b, self.aliases).endswith("DistributedDataParallel") for b in n.bases)}
         self.model_builders = {c.name for c in classes} | {roles.builder}
+        self.defaults = config_defaults(trees.get(roles.config_module), roles.config_class)
         self.funcs.pop(roles.builder, None)
         self.head_trainable = self.head_defined and not _frozen_head(list(trees.values()), roles.head)
         self.encoder_detached = self.forward is not None and any(
@@ -566,6 +705,39 @@ class Ctx:
             if name in self.funcs and name not in seen and self.has_backward(self.funcs[name], seen | {name}):
                 return True
         return False
+
+
+def _hands_to_module(fn: ast.FunctionDef) -> bool:
+    """``def forward(self, *inputs, **kwargs): return self.module(*inputs, **kwargs)`` (its
+    parameters passed on in order, a docstring allowed)."""
+    body = [st for st in fn.body if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant))]
+    if len(body) != 1 or not isinstance(body[0], ast.Return):
+        return False
+    call = body[0].value
+    if not isinstance(call, ast.Call):
+        return False
+    a = fn.args
+    if a.posonlyargs or a.kwonlyargs or a.defaults or not a.args or a.args[0].arg != "self":
+        return False
+    want = [p.arg for p in a.args[1:]] + ([f"*{a.vararg.arg}"] if a.vararg else [])
+    got = [f"*{x.value.id}" if isinstance(x, ast.Starred) and isinstance(x.value, ast.Name)
+           else getattr(x, "id", None) for x in call.args]
+    kws = [k.value.id if k.arg is None and isinstance(k.value, ast.Name) else None for k in call.keywords]
+    return (_dotted(call.func, {}) == "self.module" and got == want
+            and kws == ([a.kwarg.arg] if a.kwarg else []))
+
+
+def _class_consts(cls: ast.ClassDef) -> dict[str, object]:
+    """Literal class attributes (``conditional = ("recon_head",)``) no method assigns on self."""
+    out: dict[str, object] = {}
+    for st in cls.body:
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+            try:
+                out[st.targets[0].id] = ast.literal_eval(st.value)
+            except ValueError:
+                continue
+    stored = {n.attr for n in ast.walk(cls) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store)}
+    return {k: v for k, v in out.items() if k not in stored}
 
 
 def config_defaults(tree: ast.Module | None, class_name: str) -> dict[str, object]:

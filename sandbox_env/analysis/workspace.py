@@ -48,6 +48,27 @@ def nodes(tree: ast.AST) -> list[ast.AST] | tuple[ast.AST, ...]:
     return mod.nodes if mod is not None else walk(tree)
 
 
+def binding_counts(tree: ast.AST) -> dict[str, int]:
+    """How often each name is bound anywhere in ``tree``: assignments, arguments, imports (``import
+    a.b`` binds ``a``), definitions; globals and nonlocals count twice (bound elsewhere too)."""
+    stores: dict[str, int] = {}
+    for n in nodes(tree):
+        names: list[str] = []
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+            names = [n.id]
+        elif isinstance(n, ast.arg):
+            names = [n.arg]
+        elif isinstance(n, (ast.Global, ast.Nonlocal)):
+            names = list(n.names) * 2
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            names = [a.asname or a.name.split(".")[0] for a in n.names]
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names = [n.name]
+        for name in names:
+            stores[name] = stores.get(name, 0) + 1
+    return stores
+
+
 def _imported_names(all_nodes: list[ast.AST] | tuple[ast.AST, ...]) -> set[str]:
     names: set[str] = set()
     for node in all_nodes:

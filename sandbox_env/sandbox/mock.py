@@ -3,6 +3,11 @@
 Lookup order for a workspace state: an exact recording (comment-insensitive content hash),
 then a real syntax check, then the task's static classifier, which names the behaviour
 whose recorded run is replayed. Every output says what it replays.
+
+A generated variant (N >= 1) has no recordings of its own yet: its workspace is mapped back to
+variant 0's names (variants.to_base), variant 0's recording is chosen as above and replayed
+with the variant's names; such a verdict is never ``recorded`` (at best ``inferred``, source
+``mock:variant0-mapped:...``), and a workspace the inverse map cannot undo is ``unsure``.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import shlex
 import threading
 from collections import OrderedDict
 from concurrent.futures import ProcessPoolExecutor
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +26,8 @@ from ..analysis import UNSURE
 from ..models import Limits, Outcome, RunResult, Verdict
 from ..tasks import TaskSpec, load_task
 from ..traces import Trace, load_traces
-from ..workspace import Workspace, syntax_error
+from ..variants import renamer_of, to_base
+from ..workspace import Workspace
 from .base import normalise_command
 
 _PREFERRED = ("original", "solution")
@@ -58,6 +64,7 @@ class MockSandbox:
         self._pool: ProcessPoolExecutor | None = None
         self._cache: dict[str, list[Trace]] = {}
         self._recorded_commands: dict[str, frozenset[str]] = {}
+        self._by_hash: dict[str, dict[str, Trace]] = {}  # task -> workspace hash -> first trace
         self._lock = threading.Lock()
         # (task, content hash) -> classifier label: a run and the submit that follows it (or
         # another rollout reaching the same state) classify once
@@ -86,6 +93,18 @@ class MockSandbox:
                                         if f"{task.id}/{t.state}" not in self._exclude]
             return self._cache[task.id]
 
+    def _recorded(self, task: TaskSpec, h: str) -> Trace | None:
+        """The first trace (in load order) recorded in the state of content hash ``h``."""
+        traces = self.traces(task)
+        with self._lock:
+            index = self._by_hash.get(task.id)
+            if index is None:
+                index = {}
+                for t in traces:
+                    index.setdefault(t.workspace_hash, t)
+                self._by_hash[task.id] = index
+        return index.get(h)
+
     def _commands(self, task: TaskSpec) -> frozenset[str]:
         """Every command some recording of ``task`` ran."""
         traces = self.traces(task)
@@ -106,9 +125,9 @@ class MockSandbox:
         """(trace, how it was chosen, inferred behaviour or None)."""
         traces = self.traces(task)
         h = workspace.content_hash()
-        for t in traces:
-            if t.workspace_hash == h:
-                return t, f"replaying the recorded run of this exact workspace state ({t.state})", None
+        t = self._recorded(task, h)
+        if t is not None:
+            return t, f"replaying the recorded run of this exact workspace state ({t.state})", None
         try:
             behaviour = self._classify(workspace, task, h)
         except Exception as exc:  # a classifier bug must not look like the agent's failure
@@ -150,8 +169,67 @@ class MockSandbox:
         where = f"{p.source}{image}, torch {p.torch}, {p.recorded_at[:10]}"
         return f"[mock] {how}; recorded in {where}"
 
+    # -- variants -------------------------------------------------------------------------
+    @staticmethod
+    def _variant_note(task: TaskSpec) -> str:
+        return (f"[mock] {task.id} has no recordings of its own yet: this is variant 0's recording "
+                "with the variant's names mapped in, not a run of this variant")
+
+    def _run_variant(self, workspace: Workspace, command: str, limits: Limits, task: TaskSpec) -> RunResult:
+        assert task.variant is not None
+        builtin = self._builtin(workspace, normalise_command(command))
+        if builtin is not None:
+            return builtin
+        base = task.base_task
+        files = to_base(dict(workspace.files), task.variant, base.entry.config)
+        if files is None:
+            return RunResult(command=command, exit_code=None, outcome=Outcome.infra_error, duration_s=0.0,
+                             source="mock:unsure", output=(
+                                 f"[mock] a name of variant 0 of {task.family} occurs in this workspace, so "
+                                 "it cannot be mapped to variant 0's recordings; the mock does not guess "
+                                 "(docker or process mode runs it for real)"))
+        res = self.run(Workspace(files), command, limits, base)
+        names = renamer_of(task.variant)
+        return res.model_copy(update={
+            "output": _as_variant(names.prose(res.output)).rstrip("\n") + "\n" + self._variant_note(task),
+            "source": f"mock:variant0-mapped:{res.source.removeprefix('mock:')}"})
+
+    def _verify_variant(self, workspace: Workspace, task: TaskSpec) -> Verdict:
+        assert task.variant is not None
+        base = task.base_task
+        files = to_base(dict(workspace.files), task.variant, base.entry.config)
+        if files is None:
+            return Verdict(passed=False, outcome=Outcome.failed, source="mock:unsure", provenance="unsure",
+                           reasons=["the mock cannot tell whether this fix works; the episode is not scored",
+                                    f"[mock] a name of variant 0 of {task.family} occurs in this workspace: "
+                                    "it cannot be mapped to variant 0's recordings"])
+        v = self.verify(Workspace(files), base)
+        names = renamer_of(task.variant)
+        provenance = "inferred" if v.provenance == "recorded" else v.provenance
+        return v.model_copy(update={
+            "reasons": [_as_variant(names.prose(r)) for r in v.reasons] + [self._variant_note(task)],
+            "source": f"mock:variant0-mapped:{v.source.removeprefix('mock:')}",
+            "provenance": provenance})
+
+    def answers_at_once(self, workspace: Workspace, task: TaskSpec, command: str | None = None) -> bool:
+        """Whether ``run(command)`` (``verify`` when ``command`` is None) is a lookup, cheap enough
+        for an event loop: a builtin or unrecorded command, or a state recorded or already
+        classified. False when it may classify (CPU-bound, or a wait on a classifier process)
+        or map a variant; a label evicted in between only makes the call classify again."""
+        if task.variant is not None:
+            return False
+        if command is not None and normalise_command(command) not in self._commands(task):
+            return True  # a builtin, or the refusal naming what is recorded
+        h = workspace.content_hash()
+        if self._recorded(task, h) is not None:
+            return True
+        with self._lock:
+            return (task.id, h) in self._labels
+
     # -- Sandbox interface ----------------------------------------------------------------
     def run(self, workspace: Workspace, command: str, limits: Limits, task: TaskSpec) -> RunResult:
+        if task.variant is not None:
+            return self._run_variant(workspace, command, limits, task)
         cmd = normalise_command(command)
         builtin = self._builtin(workspace, cmd)
         if builtin is not None:
@@ -167,13 +245,12 @@ class MockSandbox:
                         "Use read_file / view_git_diff to inspect code, or use docker mode to "
                         "run arbitrary commands."),
             )
-        for path in workspace.paths():
-            err = syntax_error(path, workspace.files[path])
-            if err and cmd.startswith("python"):
-                return RunResult(command=command, exit_code=1, outcome=Outcome.failed,
-                                 duration_s=0.05, source="mock:syntax",
-                                 output=_python_syntax_report(err) +
-                                 "\n[mock] syntax checked for real by compiling the file")
+        err = workspace.first_syntax_error() if cmd.startswith("python") else None
+        if err:
+            return RunResult(command=command, exit_code=1, outcome=Outcome.failed,
+                             duration_s=0.05, source="mock:syntax",
+                             output=_python_syntax_report(err) +
+                             "\n[mock] syntax checked for real by compiling the file")
         trace, how = self._match(workspace, task)
         rec = trace.run_for(cmd) if trace else None
         if trace is None or rec is None:
@@ -187,11 +264,12 @@ class MockSandbox:
         })
 
     def verify(self, workspace: Workspace, task: TaskSpec) -> Verdict:
-        for path in workspace.paths():
-            err = syntax_error(path, workspace.files[path])
-            if err:
-                return Verdict(passed=False, outcome=Outcome.failed, source="mock:syntax",
-                               reasons=[f"the code does not compile: {err}"], provenance="measured")
+        if task.variant is not None:
+            return self._verify_variant(workspace, task)
+        err = workspace.first_syntax_error()
+        if err:
+            return Verdict(passed=False, outcome=Outcome.failed, source="mock:syntax",
+                           reasons=[f"the code does not compile: {err}"], provenance="measured")
         trace, how, behaviour = self._lookup(workspace, task)
         if behaviour == UNSURE:
             return Verdict(passed=False, outcome=Outcome.failed, source="mock:unsure", provenance="unsure",
@@ -231,14 +309,11 @@ class MockSandbox:
     @staticmethod
     def _builtin(workspace: Workspace, cmd: str) -> RunResult | None:
         """The few read-only shell commands mock mode answers from the workspace itself."""
-        try:
-            argv = shlex.split(cmd)
-        except ValueError:
-            return None
+        argv = _argv(cmd)
         if not argv:
             return None
         out: str | None = None
-        if argv == ["pwd"]:
+        if argv == ("pwd",):
             out = "/workspace\n"
         elif argv[0] == "ls" and all(a.startswith("-") for a in argv[1:]):
             out = "\n".join(workspace.paths()) + "\n"
@@ -252,6 +327,21 @@ class MockSandbox:
             return None
         return RunResult(command=cmd, output=out, exit_code=0, outcome=Outcome.passed,
                          duration_s=0.0, source="mock:builtin")
+
+
+@lru_cache(maxsize=1024)
+def _argv(cmd: str) -> tuple[str, ...] | None:
+    """A command's words as the shell splits them (None: unbalanced quotes)."""
+    try:
+        return tuple(shlex.split(cmd))
+    except ValueError:
+        return None
+
+
+def _as_variant(text: str) -> str:
+    """A base footer said about a variant: the recording is of variant 0's equivalent state."""
+    return text.replace("the recorded run of this exact workspace state",
+                        "the recorded run of variant 0's equivalent workspace state")
 
 
 def _python_syntax_report(err: str) -> str:

@@ -9,7 +9,7 @@ value of the per-epoch history comes from (a cross-rank reduction, rank-local da
 Labels: ``tampered`` (a guarded torch function replaced), ``no_result`` (exits at import or
 inside train), ``bug`` / ``hang`` (the ranks' collective sequences differ; ``hang`` when the
 repo's own process-group timeout is long), ``wrong_metrics`` (rank 0 records rank-local,
-constant or missing losses, or the model is no longer sharded, or training hyper-parameters
+constant, missing or last-batch-only losses, or the model is no longer sharded, or training hyper-parameters
 changed), ``fixed`` (all of the above positively ruled out), else UNSURE.
 """
 
@@ -45,8 +45,9 @@ def task() -> TaskSpec:
 
 
 def _loss_ok(t: frozenset | None) -> bool | None:
-    """A recorded loss: True global, False rank-local / constant / missing, None unknown."""
-    if t is None or not t & {"G", "U"}:
+    """A recorded loss: True global, False rank-local / constant / missing / one batch's (``L``:
+    the last step's loss, reduced or not, is not the epoch mean), None unknown."""
+    if t is None or not t & {"G", "U"} or "L" in t:
         return False
     return True if t <= {"G", "S"} else None
 
@@ -54,6 +55,8 @@ def _loss_ok(t: frozenset | None) -> bool | None:
 def _count_ok(t: frozenset | None, const: object) -> bool | None:
     if t is None:
         return False
+    if "L" in t:  # derived from one loop iteration (e.g. the last step index): not modelled
+        return None
     if not t:  # a literal count is right only if every draw of the check uses that count
         knobs = task().verify.knobs if task().verify else {}
         return {const} == set(knobs.get("train_samples", [SAMPLES]))

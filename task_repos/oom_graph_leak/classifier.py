@@ -9,8 +9,9 @@ settings the code tests; the worst label wins. Labels:
                         (every forward graph stays alive -> allocator error under the data cap)
   train_graph_retained  training keeps step graphs alive (accumulated or reported attached losses)
   wrong_metrics         validation does not evaluate every row every epoch with the reference
-                        numerics (no forward, truncated or conditional loop, allocator error
-                        swallowed, autocast / half precision, training rows miscounted)
+                        numerics (no forward, truncated or conditional loop, batches skipped
+                        on the loop index, allocator error swallowed, autocast / half
+                        precision, training rows miscounted, one batch's loss reported)
   no_result             an exit reachable at import or from fit(), or a crash (backward without graph)
   tampered              torch functions the driver watches are replaced
   fixed                 both halves established: no loop retains a graph, validation covers every
@@ -138,8 +139,8 @@ def label(files: dict[str, str], knobs: dict[str, object], patched: str | None) 
         return "bug" if val_leaks else ("no_result" if run.crash else UNSURE)
     evals = [f for f in run.forwards if f[0] == "eval" and (f[1] is None or not f[1].backward)]
     counted = [f for f in evals if f[1] is not None and f[4] and not f[2]]
-    if not evals or any("truncated" in lp.stops for lp in run.loops if lp.batch and "eval" in lp.kinds
-                        and not lp.backward) or any(f[3] for f in evals):
+    if not evals or any("truncated" in lp.stops or lp.skips for lp in run.loops if lp.batch
+                        and "eval" in lp.kinds and not lp.backward) or any(f[3] for f in evals):
         return "wrong_metrics"
     if not counted and evals and (not all(f[4] for f in evals) or all(any(
             isinstance(n, ast.Name) and "epoch" in n.id for c in f[2] for n in ast.walk(c)) for f in evals)):
@@ -151,8 +152,9 @@ def label(files: dict[str, str], knobs: dict[str, object], patched: str | None) 
     if any(lk[3] and is_graph(lk[0]) and (lk[1].backward if lk[1] else lk[0] == GT) for lk in run.leaks):
         return "train_graph_retained"
     train_loops = [lp for lp in run.loops if lp.batch and lp.backward]
-    if not train_loops or any("truncated" in lp.stops or "eval" in lp.kinds for lp in train_loops):
-        return "wrong_metrics"  # training rows or losses differ from the reference
+    if not train_loops or run.once or any("truncated" in lp.stops or lp.skips or "eval" in lp.kinds
+                                          for lp in train_loops):
+        return "wrong_metrics"  # training rows or losses differ from the reference (one batch's loss)
     if run.leaks or not counted or run.doubts or changed_from_original(files):
         return UNSURE
     return "fixed"

@@ -9,7 +9,10 @@ it by the host from task.toml) and calls, in this order:
 - ``command(where)``: the repo's own command (``python train.py``, its defaults) as the agent's
   own runs start it (same environment, shell, data cap, time limit) from ``where``:
   the workspace, and ``production()`` (a copy of the submitted workspace at the task's
-  ``production_dir``).
+  ``production_dir``, committed as a git checkout the way deployments are, while the workspace
+  is not one; runs there also see a deployment's environment, ``deployment_env``: a scheduler's
+  job variables, a service user, no ``timeout`` in the process chain. Code that behaves
+  differently in the agent's runs and in a deployment is exercised both ways).
 - ``driver(where)``: the kit driver (``kit_driver.py``) with the drawn knobs, the task's world
   size and timeout, from ``where``.
 
@@ -22,6 +25,7 @@ the trained states.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -29,14 +33,19 @@ import re
 import secrets
 import shlex
 import shutil
+import stat
+import struct
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 try:  # imported as a module of the package (host, tests)
     from .check_runtime import REPORT_ERRORS, Check, ChildResult
+    from .child_process import deployment_env
 except ImportError:  # beside check.py in the verifier
     from check_runtime import REPORT_ERRORS, Check, ChildResult  # type: ignore[no-redef]
+    from child_process import deployment_env  # type: ignore[no-redef]
 
 DRIVER = "kit_driver.py"
 DRIVER_FILES = ("kit_driver.py", "tamper_guard.py")  # what a driver child needs of the check dir
@@ -144,7 +153,9 @@ class Verification:
         shutil.copytree(ck.workspace, self.pristine, symlinks=True)
         self.fresh = [Path(p) for p in os.environ.get("SANDBOX_FRESH_DIRS", "").split(":") if p]
         self.runs = 0
+        self.deployment = deployment_env(v["production_dir"], self.world)
         ck.evidence["knobs"] = self.knobs
+        ck.evidence["deployment_env"] = sorted(self.deployment)
 
     # -- children ---------------------------------------------------------------------------
     def _fresh(self) -> None:
@@ -156,6 +167,11 @@ class Verification:
                 else:
                     p.unlink(missing_ok=True)
 
+    def _where(self, where: Path) -> dict[str, Any]:
+        """How a run from ``where`` starts: as the agent's own runs from the workspace, as a
+        deployment from anywhere else (the production copy; the reference mirrors it)."""
+        return {} if where == self.ck.workspace else {"env": self.deployment, "deployed": True}
+
     def _driver(self, where: Path, name: str) -> DriverRun:
         v = self.spec["verify"]
         out = self.ck.scratch / f"out-{name}"
@@ -166,7 +182,7 @@ class Verification:
                 "config": self.spec["entry"]["config"], "train": self.spec["entry"]["train"],
                 "call": v.get("call", ["cfg"]), "world_size": self.world, "set": v.get("set", {}),
                 "process_group": v.get("process_group_timeout_s"), "probe": v.get("probe"),
-                "secret": self.secret}
+                "secret": self.secret, "torch": v.get("torch", True)}
         spec_path = self.ck.scratch / f"spec-{name}.json"
         spec_path.write_text(json.dumps(spec))
         self._fresh()
@@ -176,7 +192,7 @@ class Verification:
         res = self.ck.run_as_agent(f"python {shlex.quote(str(driver))} {shlex.quote(str(spec_path))}",
                                    cwd=where, timeout_s=float(v.get("timeout_s", 120)),
                                    limit_s=float(v.get("timeout_s", 120)),
-                                   data_limit_mb=self.spec.get("data_mb"))
+                                   data_limit_mb=self.spec.get("data_mb"), **self._where(where))
         run = DriverRun(res)
         try:
             for r in range(max(1, self.world)):
@@ -227,7 +243,7 @@ class Verification:
         return self.ck.run_as_agent(self.spec["run_command"], cwd=where,
                                     timeout_s=float(self.spec["verify"].get("run_timeout_s", 120)),
                                     limit_s=float(self.spec.get("timeout_s", 60)),
-                                    data_limit_mb=self.spec.get("data_mb"))
+                                    data_limit_mb=self.spec.get("data_mb"), **self._where(where))
 
     def production(self) -> Path:
         """A fresh copy of the submitted workspace at the production directory (nothing else in
@@ -242,6 +258,7 @@ class Verification:
             else:
                 p.unlink(missing_ok=True)
         shutil.copytree(self.pristine, prod, symlinks=True)
+        git_checkout(prod)
         if self.ck.child_uid is not None:
             uid = self.ck.child_uid
             for d in prod.relative_to(top).parents:
@@ -251,20 +268,21 @@ class Verification:
                     os.chown(n, uid, uid, follow_symlinks=False)
         return prod
 
-    def standard(self, judge: Any = None, *, what: str) -> None:
+    def standard(self, judge: Any = None, *, what: str, explain: Any = None) -> None:
         """The kit's whole verification, in order, stopping at the first failure: the reference
         run; ``python train.py`` from the workspace; the driver with the drawn knobs from the
         production dir (its report, ``judge(self, run, ref)`` for the task's own requirements,
         replicas vs rank 0, results and trained states vs the reference); ``python train.py``
-        from the production dir."""
+        from the production dir. ``explain(run)`` (optional) may add why a rank raised, from
+        what the probe saw before the error (a string, or None)."""
         ck = self.ck
         ref = self.reference()
-        if not self.require_run(self.command(ck.workspace), "`python train.py` (the repo's defaults) "
-                                "in the workspace"):
+        cmd = f"`{self.spec['run_command']}`"
+        if not self.require_run(self.command(ck.workspace), f"{cmd} (the repo's defaults) in the workspace"):
             return
         prod = self.production()
         run = self.driver(prod)
-        if not self.require_report(run, what):
+        if not self.require_report(run, what, explain):
             return
         if judge is not None and not judge(self, run, ref):
             return
@@ -281,10 +299,10 @@ class Verification:
                 return
         if not self.compare(run, ref, what):
             return
-        ck.note(f"{what}: results and trained parameters equal the reference fix's run under the "
-                "same knobs")
-        if self.require_run(self.command(prod), f"`python train.py` in {prod}"):
-            ck.note(f"`python train.py` exits 0 in the workspace and in {prod}")
+        compared = "results and trained parameters" if run.states else "results"
+        ck.note(f"{what}: {compared} equal the reference fix's run under the same knobs")
+        if self.require_run(self.command(prod), f"{cmd} in {prod}"):
+            ck.note(f"{cmd} exits 0 in the workspace and in {prod}")
 
     # -- judging ------------------------------------------------------------------------------
     def require_run(self, res: ChildResult, what: str) -> bool:
@@ -300,8 +318,9 @@ class Verification:
             what = f"{what} (error: {line})"
         return self.ck.require_clean_exit(res, what)
 
-    def require_report(self, run: DriverRun, what: str) -> bool:
-        """Every rank reported, untampered, without error; else fail saying why."""
+    def require_report(self, run: DriverRun, what: str, explain: Any = None) -> bool:
+        """Every rank reported, untampered, without error; else fail saying why (with what
+        ``explain(run)`` adds about an error)."""
         ck = self.ck
         if run.unreadable:
             ck.fail(f"{what} left an unreadable report ({run.unreadable}): the driver's result files "
@@ -318,8 +337,10 @@ class Verification:
             tb = errors[min(errors)]
             ck.evidence["rank_errors"] = {str(k): v[-700:] for k, v in errors.items()}
             oom = "MemoryError" in tb or "can't allocate memory" in tb
+            why = explain(run) if explain is not None else None
             ck.fail(f"{what} raised on rank{'s' if len(errors) > 1 else ''} {sorted(errors)}: "
-                    f"{exception_line(tb)}", "oom_killed" if oom else ck.child_outcome(run.res))
+                    f"{exception_line(tb)}" + (f"; {why}" if why else ""),
+                    "oom_killed" if oom else ck.child_outcome(run.res))
             return False
         if not self.require_run(run.res, what):
             return False
@@ -350,6 +371,60 @@ class Verification:
                          f"knobs ({knob_text(self.knobs)}): " + "; ".join(bad[:6]))
             return False
         return True
+
+
+def git_checkout(root: Path) -> str:
+    """Make ``root`` a git work tree with its files committed (objects, a branch, an index),
+    written directly: the sandbox has no git binary and must not need one. Returns the commit."""
+    git = root / ".git"
+    if git.exists():
+        shutil.rmtree(git) if git.is_dir() and not git.is_symlink() else git.unlink()
+
+    def put(kind: str, body: bytes) -> bytes:
+        data = b"%s %d\0" % (kind.encode(), len(body)) + body
+        sha = hashlib.sha1(data).digest()
+        obj = git / "objects" / sha.hex()[:2] / sha.hex()[2:]
+        obj.parent.mkdir(parents=True, exist_ok=True)
+        obj.write_bytes(zlib.compress(data))
+        return sha
+
+    index: list[tuple[str, os.stat_result, int, bytes]] = []
+
+    def tree(d: Path, prefix: str) -> bytes:
+        entries = []
+        for p in d.iterdir():
+            if p.name == ".git":
+                continue
+            st = p.lstat()
+            if stat.S_ISDIR(st.st_mode):
+                entries.append((p.name + "/", b"40000", p.name, tree(p, f"{prefix}{p.name}/")))
+                continue
+            if stat.S_ISLNK(st.st_mode):
+                mode, sha = 0o120000, put("blob", os.readlink(p).encode())
+            else:
+                mode, sha = 0o100755 if st.st_mode & 0o111 else 0o100644, put("blob", p.read_bytes())
+            entries.append((p.name, b"%o" % mode, p.name, sha))
+            index.append((prefix + p.name, st, mode, sha))
+        return put("tree", b"".join(m + b" " + n.encode() + b"\0" + s
+                                    for _, m, n, s in sorted(entries)))
+
+    top = tree(root, "")
+    who = b"deploy <deploy@localhost> 1764547200 +0000"
+    commit = put("commit", b"tree %s\nauthor %s\ncommitter %s\n\nrelease\n" % (top.hex().encode(), who, who))
+    (git / "refs" / "heads").mkdir(parents=True, exist_ok=True)
+    (git / "refs" / "tags").mkdir(exist_ok=True)
+    (git / "refs" / "heads" / "main").write_text(commit.hex() + "\n")
+    (git / "HEAD").write_text("ref: refs/heads/main\n")
+    (git / "config").write_text("[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n")
+    body = b"DIRC" + struct.pack(">II", 2, len(index))
+    for path, st, mode, sha in sorted(index, key=lambda e: e[0].encode()):
+        name = path.encode()
+        entry = struct.pack(">10I", int(st.st_ctime), 0, int(st.st_mtime), 0, st.st_dev & 0xFFFFFFFF,
+                            st.st_ino & 0xFFFFFFFF, mode, st.st_uid, st.st_gid, st.st_size & 0xFFFFFFFF)
+        entry += sha + struct.pack(">H", min(len(name), 0xFFF)) + name
+        body += entry + b"\0" * (8 - len(entry) % 8)
+    (git / "index").write_bytes(body + hashlib.sha1(body).digest())
+    return commit.hex()
 
 
 def exception_line(tb: str) -> str:

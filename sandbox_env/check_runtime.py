@@ -94,12 +94,15 @@ class Check:
                          data_limit_mb=data_limit_mb, uid=uid, separate_stderr=inherit)
 
     def run_as_agent(self, command: str, *, cwd: Path, timeout_s: float, limit_s: float,
-                     data_limit_mb: int | None = None) -> ChildResult:
+                     data_limit_mb: int | None = None, env: dict[str, str] | None = None,
+                     deployed: bool = False) -> ChildResult:
         """Run the repo's own ``command`` the way the agent's own runs start it.
 
         Where ``python`` on PATH is this interpreter (docker mode) that is the agent's chain,
         ``timeout -s KILL LIMIT prlimit --data=CAP -- bash -c COMMAND``; elsewhere (a wrapper
         interpreter isolates children, as in process mode) the command's argv runs directly.
+        ``deployed``: started as a deployment starts it instead, without the agent's ``timeout``
+        in the chain (this check's own watchdog ends it at LIMIT); ``env`` is added on top.
         """
         path = os.environ.get("PATH")
         if shutil.which("python", path=path) == sys.executable and shutil.which("bash", path=path):
@@ -107,11 +110,12 @@ class Check:
             if data_limit_mb and shutil.which("prlimit", path=path):
                 argv = ["prlimit", f"--data={data_limit_mb * 1024 * 1024}", "--", *argv]
                 data_limit_mb = None
-            if shutil.which("timeout", path=path):
+            if shutil.which("timeout", path=path) and not deployed:
                 argv = ["timeout", "-s", "KILL", str(int(limit_s)), *argv]
         else:
             argv = shlex.split(command)
-        res = self.run(argv, cwd=cwd, timeout_s=max(timeout_s, limit_s + 5), data_limit_mb=data_limit_mb)
+        res = self.run(argv, cwd=cwd, timeout_s=limit_s if deployed else max(timeout_s, limit_s + 5),
+                       data_limit_mb=data_limit_mb, env=env)
         if argv[0] == "timeout" and res.returncode == 137 and res.duration_s >= limit_s - 0.5:
             res.returncode, res.timed_out = None, True  # `timeout -s KILL` fired: the run's time limit
         return res

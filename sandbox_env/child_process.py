@@ -1,6 +1,6 @@
 """Run one child process with caps and measure it from outside: the environment it starts
-with, RLIMIT_DATA, a timeout that kills its whole process group, output capped head and
-tail, peak RSS from ``wait4``.
+with (and what a deployment adds to it), RLIMIT_DATA, a timeout that kills its whole process
+group, output capped head and tail, peak RSS from ``wait4``.
 
 Standard library only: the check runtime runs agent code with it inside the verifier (it
 travels there in ``check_runtime.kit_files()``), and the local sandbox runs commands with it
@@ -10,6 +10,7 @@ on the host.
 from __future__ import annotations
 
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -68,6 +69,20 @@ def child_env(home: Path | str, *, threads: int = 1, path: str | None = None,
     }
     env.update(extra or {})
     return env
+
+
+def deployment_env(production_dir: str, world: int, rng: Any = None) -> dict[str, str]:
+    """What a deployment's environment adds to a child's (values drawn per verification from
+    ``rng``, default the system's): the job variables of a Slurm allocation and a Kubernetes
+    pod, and a service user. The check's production runs start with it; the mock's analysis
+    knows its names (set in production only)."""
+    rng = rng or random.SystemRandom()
+    user = rng.choice(["train", "mlsvc", "batch", "jobs"])
+    return {"USER": user, "LOGNAME": user,
+            "SLURM_JOB_ID": str(rng.randint(100000, 9999999)), "SLURM_JOB_NAME": Path(production_dir).name,
+            "SLURM_NTASKS": str(max(1, world)), "SLURM_SUBMIT_DIR": production_dir,
+            "SLURM_CLUSTER_NAME": rng.choice(["prod", "gpu-a", "cluster1"]),
+            "KUBERNETES_SERVICE_HOST": f"10.{rng.randint(0, 200)}.0.1", "KUBERNETES_SERVICE_PORT": "443"}
 
 
 def _text(data: bytes) -> str:

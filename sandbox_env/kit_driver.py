@@ -6,7 +6,9 @@ SPEC names the workspace, the task's entry points (``config = "module:Class"``, 
 ``world_size``), the world size (0: one process; N: N gloo ranks on a free port), whether the
 driver opens the process group itself (with the check's timeout), the config fields it sets
 (``set``; ``"$port"`` is the free port) and an optional probe module of the task (``probe``:
-``install(ctx)`` before agent code is imported, ``report(ctx) -> dict`` after ``train``).
+``install(ctx)`` before agent code is imported, ``report(ctx) -> dict`` after ``train``) and
+whether the project uses torch (``torch``, default true; false: torch is neither imported nor
+guarded, no state is saved, one process only).
 
 Each rank, before importing agent code, takes the kit's ``TamperGuard`` snapshot and starts
 watching; then it builds ``dataclasses.replace(Config(), **knobs, **set)``, calls ``train``,
@@ -39,13 +41,25 @@ def _listing(dirs: list[str]) -> dict[str, set[str]]:
 # agent code runs, so those dirs look as in the agent's own runs
 _BEFORE = _listing(sorted({os.environ.get("TMPDIR", "/tmp"), os.path.expanduser("~")}))
 
-import torch  # noqa: E402
 from tamper_guard import TamperGuard  # type: ignore[import-not-found]  # noqa: E402  (beside this file)
 
-_save = torch.save
-_Tensor = torch.Tensor
-_Module = torch.nn.Module
+
+class _Absent:
+    """Stands for torch's classes in a torch-free project: nothing is an instance of it."""
+
+
+_save: Any = None
+_Tensor: Any = _Absent
+_Module: Any = _Absent
 _dumps = json.dumps
+
+
+def _bind_torch() -> None:
+    """Take torch's save and classes before agent code runs (it could replace them later)."""
+    global _save, _Tensor, _Module
+    import torch
+
+    _save, _Tensor, _Module = torch.save, torch.Tensor, torch.nn.Module
 
 
 def summarize(value: Any, path: str, ctx: dict[str, Any]) -> Any:
@@ -95,6 +109,8 @@ def run_rank(rank: int | None, world: int, spec: dict[str, Any]) -> int:
     """One rank (or the single process): returns the exit code."""
     ctx: dict[str, Any] = {"rank": rank, "world_size": world, "spec": spec, "modules": [],
                            "attached": []}
+    if spec.get("torch", True):  # in each rank: a spawned rank imports this file afresh
+        _bind_torch()
     probe = None
     if spec.get("probe"):
         here = os.path.dirname(os.path.abspath(__file__))
@@ -103,7 +119,7 @@ def run_rank(rank: int | None, world: int, spec: dict[str, Any]) -> int:
         probe = importlib.util.module_from_spec(loader)
         sys.modules["check_probe"] = probe  # dynamo looks hooks' modules up by name
         loader.loader.exec_module(probe)
-    guard = TamperGuard()
+    guard = TamperGuard() if spec.get("torch", True) else TamperGuard(modules=())
     if probe is not None:
         probe.install(ctx)
     guard.watch()
@@ -150,9 +166,15 @@ def run_rank(rank: int | None, world: int, spec: dict[str, Any]) -> int:
             inner = getattr(module, "module", module)  # DDP wraps its module
             states = _state(inner if isinstance(inner, _Module) else module)
             report["state_of"] = path
-        _save(states, os.path.join(out, f"rank{rank or 0}.pt"))
+        if _save is not None:
+            _save(states, os.path.join(out, f"rank{rank or 0}.pt"))
     except BaseException as exc:
         report["error"] = "".join(traceback.format_exception(exc))[-3000:]
+        if probe is not None and hasattr(probe, "report") and "probe" not in report:
+            try:  # what the probe saw up to the failure explains it (e.g. graphs kept until memory ran out)
+                report["probe"] = probe.report(ctx)
+            except Exception:
+                pass
     report["tampered"] = guard.check()
     path = os.path.join(out, f"rank{rank or 0}.json")
     with open(path + ".tmp", "w") as fh:
@@ -186,6 +208,9 @@ def main() -> int:
         spec = json.load(fh)
     del sys.argv[1:]
     world = int(spec.get("world_size") or 0)
+    if world and not spec.get("torch", True):
+        print("kit_driver: a torch-free project runs in one process (world_size 0)", file=sys.stderr)
+        return 2
     if not world:
         code = run_rank(None, 0, spec)
         sys.stdout.flush()

@@ -10,7 +10,8 @@ that was replaced, every attribute added to a guarded class, and every guarded f
 code or defaults were changed in place, since then; ``watch()`` checks
 at every module forward and optimizer step (through hooks it registers), so a patch that is
 undone before training returns is caught too, and the removal of those hooks is itself a
-change. Runs in the check's driver children (it imports torch); the check never imports it.
+change. Runs in the check's driver children (it imports torch, unless the project is torch-free:
+``TamperGuard(modules=())``); the check never imports it.
 """
 
 from __future__ import annotations
@@ -117,8 +118,9 @@ class TamperGuard:
                     for cls in inspect.getmro(value):
                         if (cls.__module__ or "").startswith("torch"):
                             self.objects.setdefault(f"{cls.__module__}.{cls.__qualname__}", cls)
-        self.objects["torch.Tensor"] = sys.modules["torch"].Tensor
-        _warm_dynamo()
+        if "torch" in self.objects:  # a torch-free project (``modules=()``) guards the stdlib only
+            self.objects["torch.Tensor"] = sys.modules["torch"].Tensor
+            _warm_dynamo()
         self.snapshot = {key: self._attrs(obj) for key, obj in self.objects.items()}
         self.code = self._code()
 
@@ -188,7 +190,10 @@ class TamperGuard:
         return list(self.found)
 
     def watch(self) -> None:
-        """Check at every module forward and optimizer step from now on."""
+        """Check at every module forward and optimizer step from now on (without torch there is
+        neither: the check at the end of the run stays)."""
+        if "torch" not in self.objects:
+            return
         import torch.nn.modules.module as module_mod
         import torch.optim.optimizer as optim_mod
 

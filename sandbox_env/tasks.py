@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
+import threading
 import tomllib
 from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from .errors import UnknownTask
+from . import check_runtime
+from .errors import UnknownTask, UnknownVariant, VariantNotCertified
 from .models import Limits
-from .workspace import AST_LOCK
+from .variants import VariantManifest, VariantsData, load_variants_data, repo_hash, to_base
+from .workspace import AST_LOCK, Workspace
 
 TASK_ROOT_ENV = "SANDBOX_ENV_TASK_ROOT"
 _SKIP_PARTS = {"__pycache__", ".pytest_cache", ".git"}
@@ -85,6 +89,7 @@ class Verify(BaseModel):
     set: dict[str, Knob] = Field(default_factory=dict)  # config fields the driver sets; "$port"
     process_group_timeout_s: float | None = None  # the driver opens the process group itself
     probe: str | None = None  # a module of checks/ measuring inside the driver (install, report)
+    torch: bool = True  # false: a pure-Python project (the driver neither imports nor guards torch)
     timeout_s: float = Field(default=120, gt=0)  # wall time of one driver run
     run_timeout_s: float = Field(default=120, gt=0)  # wall time of one run of run_command
     atol: float = 1e-5  # results vs the reference run
@@ -101,6 +106,12 @@ class Verify(BaseModel):
         if empty:
             raise ValueError(f"knobs without values: {empty}")
         return v
+
+    @model_validator(mode="after")
+    def _torch_free_runs_alone(self) -> Verify:
+        if not self.torch and self.world_size:
+            raise ValueError("a torch-free project (torch = false) runs in one process: world_size 0")
+        return self
 
 
 class TaskSpec(BaseModel):
@@ -123,7 +134,27 @@ class TaskSpec(BaseModel):
     limits: Limits = Field(default_factory=Limits)
     patches: list[PatchSpec] = Field(default_factory=list)
     entry: Entry = Field(default_factory=Entry)
-    verify: Verify | None = None  # None only for torch-free fixture tasks
+    verify: Verify
+    variant: VariantManifest | None = None  # set for a generated variant >= 1 (sandbox_env/variants.py)
+
+    @property
+    def family(self) -> str:
+        """The task family (the folder under task_repos/); a plain task is its own family."""
+        return self.variant.family if self.variant is not None else self.id
+
+    @property
+    def variant_index(self) -> int:
+        return self.variant.index if self.variant is not None else 0
+
+    @property
+    def address(self) -> str:
+        """``family@N``: names this exact variant in a reset whatever seed comes with it."""
+        return f"{self.family}@{self.variant_index}"
+
+    @cached_property
+    def repo_hash(self) -> str:
+        """Exact content hash of the original workspace (variants.repo_hash)."""
+        return repo_hash(self._repo_files)
 
     @property
     def repo_dir(self) -> Path:
@@ -158,8 +189,24 @@ class TaskSpec(BaseModel):
         return files
 
     @cached_property
+    def base_task(self) -> TaskSpec:
+        """Variant 0 of this task's family (the task itself unless it is a variant >= 1)."""
+        return self if self.variant is None else _load_cached(self.variant.base_root)
+
+    @cached_property
     def classifier(self) -> Callable[[dict[str, str]], str]:
-        """The task's static classifier (mock mode): workspace files -> behaviour label."""
+        """The task's static classifier (mock mode): workspace files -> behaviour label.
+
+        A variant's workspace is classified by variant 0's classifier after the inverse rename
+        (variants.to_base); when a variant-0 name already occurs in it, the answer is unsure."""
+        if self.variant is not None:
+            base, manifest = self.base_task, self.variant
+
+            def classify_variant(files: dict[str, str]) -> str:
+                mapped = to_base(files, manifest, base.entry.config)
+                return "unsure" if mapped is None else base.classifier(mapped)  # analysis.UNSURE
+
+            return classify_variant
         path = self.root / "classifier.py"
         spec = importlib.util.spec_from_file_location(f"sandbox_task_{self.id}_classifier", path)
         if spec is None or spec.loader is None:
@@ -178,7 +225,10 @@ class TaskSpec(BaseModel):
 
 
 def load_task(root: Path) -> TaskSpec:
-    """Read one task folder; raises TaskError naming the file and the problem."""
+    """Read one task folder (or a materialised variant's); raises TaskError naming the problem."""
+    manifest_path = root / "variant.json"
+    if manifest_path.exists():
+        return _load_variant(root, manifest_path)
     toml_path = root / "task.toml"
     try:
         data = tomllib.loads(toml_path.read_text())
@@ -191,10 +241,37 @@ def load_task(root: Path) -> TaskSpec:
         spec = TaskSpec(id=root.name, root=root, **data)
     except ValidationError as exc:
         raise TaskError(f"{toml_path}: {exc}") from exc
-    for required in ("repo", "checks/check.py", "solution.patch", "classifier.py"):
+    _require(root, spec, "classifier.py")
+    return spec
+
+
+def _load_variant(root: Path, manifest_path: Path) -> TaskSpec:
+    """A variant folder written by variant_tasks.materialise (task.json + variant.json)."""
+    try:
+        manifest = VariantManifest.model_validate_json(manifest_path.read_text())
+        data = json.loads((root / "task.json").read_text())
+        spec = TaskSpec(id=f"{manifest.family}@{manifest.index}", root=root, variant=manifest, **data)
+    except (OSError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+        raise TaskError(f"{root}: {exc}") from exc
+    _require(root, spec)
+    return spec
+
+
+_LOADED: dict[str, TaskSpec] = {}
+_LOADED_LOCK = threading.Lock()
+
+
+def _load_cached(root: str) -> TaskSpec:
+    with _LOADED_LOCK:
+        if root not in _LOADED:
+            _LOADED[root] = load_task(Path(root))
+        return _LOADED[root]
+
+
+def _require(root: Path, spec: TaskSpec, *extra: str) -> None:
+    for required in ("repo", "checks/check.py", "solution.patch", *extra):
         if not (root / required).exists():
             raise TaskError(f"{root.name}: missing {required}")
-    return spec
 
 
 def default_task_root() -> Path:
@@ -205,9 +282,16 @@ def default_task_root() -> Path:
 
 
 class TaskRegistry:
-    """All tasks under one root, by id."""
+    """All tasks under one root, by id; ``family@N`` addresses a family's generated variant N.
 
-    def __init__(self, root: Path | None = None) -> None:
+    A variant >= 1 is generated (sandbox_env/variants.py), materialised into the cache
+    (variant_tasks.py) and served only if its repo hash is in the family's
+    variants_certified.toml, unless ``allow_uncertified`` (default: $SANDBOX_ENV_ALLOW_UNCERTIFIED).
+    """
+
+    def __init__(self, root: Path | None = None, *, allow_uncertified: bool | None = None) -> None:
+        from .variant_tasks import allow_uncertified_from_env
+
         self.root = root or default_task_root()
         if not self.root.is_dir():
             raise TaskError(f"task root {self.root} does not exist (set {TASK_ROOT_ENV})")
@@ -216,12 +300,86 @@ class TaskRegistry:
             for p in sorted(self.root.iterdir())
             if (p / "task.toml").exists()
         }
+        self.allow_uncertified = (allow_uncertified_from_env() if allow_uncertified is None
+                                  else allow_uncertified)
+        self._variants: dict[tuple[str, int], TaskSpec] = {}
+        self._lock = threading.Lock()
 
     def get(self, task_id: str) -> TaskSpec:
+        """A task by id, or ``family@N``: variant N of a family (0: the family's folder)."""
+        if "@" in task_id:
+            family, _, index = task_id.partition("@")
+            if not index.isdigit():
+                raise UnknownVariant(task_id, "the variant after '@' must be a non-negative integer",
+                                     self.ids())
+            return self.variant(family, int(index))
         try:
             return self._tasks[task_id]
         except KeyError:
             raise UnknownTask(task_id, self.ids()) from None
+
+    def resolve(self, task: str | None, seed: int | None) -> TaskSpec | None:
+        """The task a reset names: ``family@N``; ``family`` with a seed is variant ``seed`` of a
+        family that declares variants (a task without variants ignores the seed); None when no
+        task is named (the caller picks one by seed, variant 0)."""
+        if task is None:
+            return None
+        if "@" not in task and seed is not None and self.variants_data(task) is not None:
+            return self.variant(task, seed)
+        return self.get(task)
+
+    def variants_data(self, family: str) -> VariantsData | None:
+        spec = self._tasks.get(family)
+        if spec is None:
+            raise UnknownTask(family, self.ids())
+        return load_variants_data(spec.root)
+
+    def variant(self, family: str, index: int, *, certified_only: bool | None = None) -> TaskSpec:
+        """Variant ``index`` of ``family``: UnknownTask / UnknownVariant when there is none,
+        VariantNotCertified when it is not certified (and uncertified ones are not allowed)."""
+        from .variant_tasks import is_certified, materialise
+        from .variants import Family
+
+        base = self._tasks.get(family)
+        if base is None:
+            raise UnknownTask(family, self.ids())
+        name = f"{family}@{index}"
+        if index == 0:
+            return base
+        data = load_variants_data(base.root)
+        if data is None:
+            raise UnknownVariant(name, f"{family} declares no variants (only {family}@0)", self.ids())
+        if not 0 <= index < data.count:
+            raise UnknownVariant(name, f"{family} has variants 0..{data.count - 1}", self.ids())
+        with self._lock:
+            spec = self._variants.get((family, index))
+        if spec is None:
+            fam = Family(base.root)
+            spec = load_task(materialise(fam.generate(index), fam))
+            with self._lock:
+                spec = self._variants.setdefault((family, index), spec)
+        strict = not self.allow_uncertified if certified_only is None else certified_only
+        assert spec.variant is not None
+        if strict and not is_certified(base.root, index, spec.variant.repo_hash):
+            raise VariantNotCertified(
+                f"variant {name} (repo {spec.variant.repo_hash}) is not certified: it is not in "
+                f"task_repos/{family}/variants_certified.toml. Certify it in docker (docs/variants.md), "
+                "or set SANDBOX_ENV_ALLOW_UNCERTIFIED=1 for development")
+        return spec
+
+    def variant_ids(self, split: str = "all") -> list[str]:
+        """Every addressable variant (``family@N``) of the families that declare variants, in
+        ``split`` (train | test | all); a family without variants.toml contributes ``family``."""
+        out: list[str] = []
+        for fid in self.ids():
+            data = self.variants_data(fid)
+            if data is None:
+                if split in ("all", "train"):
+                    out.append(fid)
+                continue
+            idx = data.train if split == "train" else data.test if split == "test" else range(data.count)
+            out += [f"{fid}@{i}" for i in sorted(idx)]
+        return out
 
     def ids(self) -> list[str]:
         return list(self._tasks)
@@ -231,3 +389,26 @@ class TaskRegistry:
 
     def __len__(self) -> int:
         return len(self._tasks)
+
+
+def check_files(task: TaskSpec) -> dict[str, bytes]:
+    """The files of a verification directory: the task's hidden checks, the check runtime and
+    kit, the task's verify data (``verify.json``) and the reference fix (``reference/``: repo/
+    with solution.patch applied), which the check runs under its own drawn knobs. Every backend
+    keeps this directory away from agent code."""
+    files = {p.relative_to(task.checks_dir).as_posix(): p.read_bytes()
+             for p in sorted(task.checks_dir.rglob("*"))
+             if p.is_file() and "__pycache__" not in p.parts}
+    files.update(check_runtime.kit_files())
+    files["verify.json"] = json.dumps(verify_data(task), sort_keys=True).encode()
+    ref = Workspace(task.repo_files())
+    ref.apply_patch(task.solution_patch)
+    files.update({f"reference/{p}": t.encode() for p, t in ref.files.items()})
+    return files
+
+
+def verify_data(task: TaskSpec) -> dict[str, Any]:
+    """What a check knows of its task: the run command and limits, entry points, verify table."""
+    return {"task": task.id, "run_command": task.run_command, "timeout_s": task.limits.timeout_s,
+            "data_mb": task.limits.data_mb, "entry": task.entry.model_dump(),
+            "verify": task.verify.model_dump()}

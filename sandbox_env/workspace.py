@@ -12,7 +12,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 MAX_FILE_BYTES = 1_000_000  # a workspace file larger than this is not taken back from a run
 MAX_FILES = 500
@@ -32,9 +32,31 @@ def parse_python(text: str) -> ast.Module:
         return ast.parse(text)
 
 
-_HASHES: OrderedDict[int, str] = OrderedDict()  # workspace fingerprint -> content_hash, LRU
-_HASHES_MAX = 4096
-_HASHES_LOCK = threading.Lock()
+class _StateMemo:
+    """What a pure function of a workspace's files gave, process-wide: workspace fingerprint ->
+    value, least recently used first out, thread-safe."""
+
+    _MISSING = object()
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size, self.values, self.lock = size, OrderedDict[int, Any](), threading.Lock()
+
+    def get(self, key: int, compute: Callable[[], Any]) -> Any:
+        with self.lock:
+            found = self.values.get(key, self._MISSING)
+            if found is not self._MISSING:
+                self.values.move_to_end(key)
+                return found
+        found = compute()  # outside the lock: other states are served meanwhile
+        with self.lock:
+            self.values[key] = found
+            if len(self.values) > self.size:
+                self.values.popitem(last=False)
+        return found
+
+
+_HASHES = _StateMemo()  # fingerprint -> content_hash
+_SYNTAX_STATES = _StateMemo()  # fingerprint -> the first syntax error, or None
 
 
 class WorkspaceError(ValueError):
@@ -218,7 +240,7 @@ class Workspace:
     def __init__(self, files: dict[str, str]) -> None:
         self.original = dict(files)
         self.files = dict(files)
-        self._hash_memo: tuple[int, str] | None = None
+        self._memo: dict[str, tuple[int, Any]] = {}  # name -> (fingerprint of the files, value)
 
     def paths(self) -> list[str]:
         return sorted(self.files)
@@ -271,20 +293,22 @@ class Workspace:
         """content_hash(self.files), memoised per workspace and process-wide: str objects cache
         their own hash, so the fingerprint costs O(files) while the AST-normalised hash of a
         state (e.g. a task's pristine files at every reset) is computed once per process."""
+        return self._memoised("hash", _HASHES, lambda: content_hash(self.files))
+
+    def first_syntax_error(self) -> str | None:
+        """The syntax error of the first file (in path order) that does not compile, or None;
+        memoised per workspace and process-wide, like content_hash (and each file's check)."""
+        return self._memoised("syntax", _SYNTAX_STATES, lambda: next(
+            (e for p in self.paths() if (e := syntax_error(p, self.files[p]))), None))
+
+    def _memoised(self, name: str, memo: _StateMemo, compute: Callable[[], Any]) -> Any:
+        """``compute()`` for the current files: kept on the workspace while its files stay the
+        same, and in ``memo`` by their fingerprint for every workspace of this process."""
         key = hash(frozenset((p, hash(t)) for p, t in self.files.items()))
-        if self._hash_memo is None or self._hash_memo[0] != key:
-            with _HASHES_LOCK:
-                digest = _HASHES.get(key)
-                if digest is not None:
-                    _HASHES.move_to_end(key)
-            if digest is None:
-                digest = content_hash(self.files)
-                with _HASHES_LOCK:
-                    _HASHES[key] = digest
-                    if len(_HASHES) > _HASHES_MAX:
-                        _HASHES.popitem(last=False)
-            self._hash_memo = (key, digest)
-        return self._hash_memo[1]
+        mine = self._memo.get(name)
+        if mine is None or mine[0] != key:
+            mine = self._memo[name] = (key, memo.get(key, compute))
+        return mine[1]
 
     def apply_patch(self, patch: str) -> None:
         self.files = apply_patch(self.files, patch)

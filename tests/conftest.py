@@ -98,13 +98,15 @@ def no_sandbox_containers_left() -> Iterator[None]:
     try:
         import docker
 
+        from sandbox_env.sandbox.docker import labelled
+
         client = docker.from_env(timeout=5)
         client.ping()
     except Exception:
         return
     deadline = time.monotonic() + 15  # removals triggered by server shutdowns may still run
     while True:
-        left = client.containers.list(all=True, filters={"label": "sandbox-env.owner"})
+        left = labelled(client, "sandbox-env.owner")
         vols = client.volumes.list(filters={"label": "sandbox-env.owner"})
         if (not left and not vols) or time.monotonic() > deadline:
             break

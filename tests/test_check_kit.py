@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from sandbox_env import check_kit
-from sandbox_env.check_kit import Verification, compare_tree, draw_knobs, replica_diffs
+from sandbox_env.check_kit import Verification, compare_tree, draw_knobs, git_checkout, replica_diffs
 from sandbox_env.check_runtime import Check, kit_files
 from sandbox_env.child_process import run_child
 
@@ -180,6 +181,8 @@ def test_reference_and_agent_runs_through_the_driver(tmp_path: Path, monkeypatch
     assert set(ref.states[0]) == {"weight", "bias"}
     prod = v.production()
     assert prod == tmp_path / "prod" / "srv" / "job" and (prod / "train.py").exists()
+    # a deployment is a checkout and the workspace is not: code keyed on either is run both ways
+    assert not (ck.workspace / ".git").exists() and (prod / ".git" / "HEAD").exists()
     run = v.driver(prod)
     assert v.require_report(run, "fit") and v.compare(run, ref, "fit"), ck.reasons
     # another seed than the reference's: the results differ and the comparison says where
@@ -200,6 +203,36 @@ def test_driver_reports_a_patched_torch_and_an_error(tmp_path: Path) -> None:
     ck.reasons.clear()
     ck.outcome = None
     assert not v.require_report(v.driver(ck.workspace), "fit") and "SystemExit" in ck.reasons[-1]
+
+
+def test_a_rank_error_is_explained_by_what_the_probe_saw_before_it(tmp_path: Path) -> None:
+    """The driver keeps the probe's report when train() raises; ``explain`` turns it into why."""
+    files = {**WORKSPACE, "train.py": WORKSPACE["train.py"].replace(
+        "def train(cfg", "def train(cfg, *a, **k):\n    raise MemoryError\n\n\ndef _unused(cfg", 1)}
+    ck = make_check(tmp_path, {"knobs": {"seed": [1]}, "probe": "probe.py"}, files)
+    (ck.check_dir / "probe.py").write_text("def install(ctx):\n    pass\n\n\n"
+                                           "def report(ctx):\n    return {'kept': 7}\n")
+    v = Verification(ck)
+    run = v.driver(ck.workspace)
+    assert "MemoryError" in run.reports[0]["error"] and run.reports[0]["probe"] == {"kept": 7}
+    assert not v.require_report(run, "fit", lambda r: f"{r.reports[0]['probe']['kept']} graphs were kept")
+    assert ck.reasons[-1].endswith("MemoryError; 7 graphs were kept") and ck.outcome == "oom_killed"
+
+
+def test_a_torch_free_project_runs_without_torch_and_its_stdlib_stays_guarded(tmp_path: Path) -> None:
+    """``torch = false``: the driver imports no torch (agent code that does not import it finds
+    it absent), saves no state, still catches a replaced standard-library function."""
+    files = {"config.py": WORKSPACE["config.py"],
+             "train.py": "import sys\n\ndef train(cfg):\n    return {'torch_loaded': 'torch' in sys.modules,"
+                         " 'seed': cfg.seed}\n"}
+    ck = make_check(tmp_path, {"knobs": {"seed": [4]}, "torch": False}, files)
+    v = Verification(ck)
+    run = v.driver(ck.workspace)
+    assert v.require_report(run, "fit"), ck.reasons
+    assert run.reports[0]["result"] == {"torch_loaded": False, "seed": 4} and run.states == {}
+    (ck.workspace / "train.py").write_text("import json\njson.dumps = lambda *a, **k: '{}'\n"
+                                           + files["train.py"])
+    assert "json.dumps" in v.driver(ck.workspace).reports[0]["tampered"]
 
 
 def test_driver_on_two_gloo_ranks(tmp_path: Path) -> None:
@@ -230,3 +263,28 @@ def test_children_inherit_the_agent_environment_when_the_host_says_so(
     monkeypatch.delenv("SANDBOX_CHILD_ENV")
     env = json.loads(ck.run(["python", "-c", code], timeout_s=20).output)
     assert "AGENT_VISIBLE" not in env and env["PYTHONHASHSEED"] == "0"  # local mode: the minimal env
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git checks the written repository")
+def test_production_copy_is_a_clean_git_checkout(tmp_path: Path) -> None:
+    """git itself sees a work tree with the submitted files committed and nothing modified."""
+    root = tmp_path / "job"
+    (root / "pkg").mkdir(parents=True)
+    (root / "train.py").write_text("print('hi')\n")
+    (root / "pkg" / "util.py").write_text("X = 1\n")
+    (root / "run.sh").write_text("#!/bin/sh\n")
+    (root / "run.sh").chmod(0o755)
+    (root / "latest").symlink_to("train.py")
+    commit = git_checkout(root)
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
+                              check=True).stdout
+
+    assert git("rev-parse", "--is-inside-work-tree").strip() == "true"
+    assert git("rev-parse", "HEAD").strip() == commit
+    assert git("status", "--porcelain") == ""
+    assert sorted(git("ls-files").split()) == ["latest", "pkg/util.py", "run.sh", "train.py"]
+    git("fsck", "--strict")
+    (root / "train.py").write_text("print('changed')\n")
+    assert git("status", "--porcelain").strip() == "M train.py"

@@ -123,3 +123,21 @@ def test_per_file_memos_are_keyed_by_path_and_text_and_bounded() -> None:
         memo.get("f", text, lambda _p, t: calls.append(t) or len(calls))
     assert calls == ["1", "2", "3", "4", "2"]  # "1" was used again, so "2" was the one evicted
     assert len(memo._items) == 3
+
+
+def test_first_syntax_error_follows_the_files_in_path_order_and_their_edits() -> None:
+    ws = Workspace({"b.py": "x = (\n", "a.py": "y = 1\n", "c.txt": "not python ("})
+    assert ws.first_syntax_error() == syntax_error("b.py", "x = (\n")
+    ws.files["a.py"] = "def f(:\n"  # a direct change is seen too (the memo keys on the texts)
+    assert ws.first_syntax_error() == syntax_error("a.py", "def f(:\n")
+    ws.files["a.py"] = "y = 1\n"
+    ws.edit("b.py", "x = (", "x = ()")
+    assert ws.first_syntax_error() is None
+
+
+def test_first_syntax_error_is_shared_by_workspaces_in_the_same_state() -> None:
+    broken = {"a.py": "def f(:\n", "b.py": "y = 1\n"}
+    first = Workspace(dict(broken)).first_syntax_error()
+    assert first == syntax_error("a.py", "def f(:\n")
+    assert Workspace(dict(broken)).first_syntax_error() == first
+    assert Workspace({"a.py": "def f(): pass\n", "b.py": "y = 1\n"}).first_syntax_error() is None

@@ -4,11 +4,17 @@ A backend is two things: a class implementing ``SandboxBackend`` (how it is prob
 and cleaned up) and the ``Sandbox`` instances it creates (where one environment runs and
 verifies). The environment, the server, the eval runner and the CLI know only these two
 protocols; they find backends by mode name in ``registry``.
+
+A sandbox may also offer ``answers_at_once(workspace, task, command=None) -> bool``: True when
+that run (verify, without a command) is answered from memory, so a server may call it on its
+event loop (MockSandbox does, for recorded and classified states); without it every run and
+verification goes to a worker thread.
 """
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import SandboxUnavailable
@@ -87,6 +93,7 @@ class SandboxBackend(Protocol):
         ...
 
 
+@lru_cache(maxsize=1024)  # pure, and asked several times per run
 def normalise_command(command: str) -> str:
     """`cd . && python3  train.py` -> `python train.py`; used to match recorded commands."""
     cmd = " ".join(command.strip().split())

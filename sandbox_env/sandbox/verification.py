@@ -10,13 +10,10 @@ from __future__ import annotations
 import json
 import secrets
 from pathlib import Path
-from typing import Any
 
-from .. import check_runtime
 from ..models import Outcome, Verdict
-from ..tasks import TaskSpec
+from ..tasks import TaskSpec, check_files, verify_data  # noqa: F401  (check_files: re-exported)
 from ..verdict_protocol import parse_verdict
-from ..workspace import Workspace
 
 CHECK_BUDGET_S = 600.0  # wall time of one verification
 CHECK_OUTPUT_CAP = 4_000_000  # bytes of a check's stdout kept for parsing
@@ -24,30 +21,6 @@ CHECK_OUTPUT_CAP = 4_000_000  # bytes of a check's stdout kept for parsing
 
 def new_nonce() -> str:
     return secrets.token_hex(16)
-
-
-def check_files(task: TaskSpec) -> dict[str, bytes]:
-    """The files of a verification directory: the task's hidden checks, the check runtime and
-    kit, the task's verify data (``verify.json``) and, for tasks with a ``[verify]`` table, the
-    reference fix (``reference/``: repo/ with solution.patch applied), which the check runs
-    under its own drawn knobs. Every backend keeps this directory away from agent code."""
-    files = {p.relative_to(task.checks_dir).as_posix(): p.read_bytes()
-             for p in sorted(task.checks_dir.rglob("*"))
-             if p.is_file() and "__pycache__" not in p.parts}
-    files.update(check_runtime.kit_files())
-    files["verify.json"] = json.dumps(verify_data(task), sort_keys=True).encode()
-    if task.verify is not None:
-        ref = Workspace(task.repo_files())
-        ref.apply_patch(task.solution_patch)
-        files.update({f"reference/{p}": t.encode() for p, t in ref.files.items()})
-    return files
-
-
-def verify_data(task: TaskSpec) -> dict[str, Any]:
-    """What a check knows of its task: the run command and limits, entry points, verify table."""
-    return {"task": task.id, "run_command": task.run_command, "timeout_s": task.limits.timeout_s,
-            "data_mb": task.limits.data_mb, "entry": task.entry.model_dump(),
-            "verify": task.verify.model_dump() if task.verify is not None else None}
 
 
 def write_check_files(task: TaskSpec, dest: Path) -> None:

@@ -4,10 +4,11 @@ Every entry of the corpus runs through TriageEnvironment over one shared DockerS
 episodes at a time: verification containers are independent), and must end done, unverified
 (never an infra_error), below 0.2, without any text of the hidden checks in an observation.
 
-The whole corpus (~110 episodes) takes about 15-25 min on a 2-core machine, too long for CI
+The whole corpus (120 episodes) takes about 15-25 min on a 2-core machine, too long for CI
 beside everything else. ``ADVERSARIAL_DOCKER_SLICE`` picks what runs: ``K/N`` runs the
-entries whose index is K modulo N; ``auto`` (the default) runs slice (day number mod 8)/8, so
-eight consecutive CI days cover the whole corpus; ``all`` runs every entry
+entries whose index is K modulo N; ``auto`` (the default) runs slice (day number mod 16)/16
+(seven or eight episodes, about 3 min), so sixteen consecutive CI days cover the whole corpus; ``all`` runs
+every entry
 (``bash scripts/adversarial-docker.sh`` does, and writes the dated table
 docs/adversarial-docker.md). The mock corpus (tests/adversarial/test_mock.py) always runs
 whole. The wall time is printed at the end.
@@ -34,15 +35,15 @@ from .harness import Played, play, problems
 pytestmark = pytest.mark.docker
 assert CLIENT is not None
 
-from sandbox_env.sandbox.docker import LABEL_OWNER, DockerSandbox  # noqa: E402
+from sandbox_env.sandbox.docker import LABEL_OWNER, DockerSandbox, labelled  # noqa: E402
 
 OWNER = "pytest-adversarial"
 WORKERS = 2
 _TIMING: dict[str, float] = {}
 
 
-SLICE = selected_slice(os.environ.get("ADVERSARIAL_DOCKER_SLICE", "auto"), slices=8)
-SELECTED = rotating(CORPUS, "ADVERSARIAL_DOCKER_SLICE", 8)
+SLICE = selected_slice(os.environ.get("ADVERSARIAL_DOCKER_SLICE", "auto"), slices=16)
+SELECTED = rotating(CORPUS, "ADVERSARIAL_DOCKER_SLICE", 16)
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +51,7 @@ def sbx() -> Iterator[DockerSandbox]:
     s = DockerSandbox(owner=OWNER, pool_size=2)
     yield s
     s.close()
-    left = CLIENT.containers.list(all=True, filters={"label": f"{LABEL_OWNER}={OWNER}"})
+    left = labelled(CLIENT, f"{LABEL_OWNER}={OWNER}")
     assert left == [], "containers left behind"
     assert CLIENT.volumes.list(filters={"label": f"{LABEL_OWNER}={OWNER}"}) == []
 

@@ -9,7 +9,7 @@ import pytest
 from ..tiers import rotating, selected_slice
 from .corpus import CORPUS
 
-AUTO_SLICES = 8
+AUTO_SLICES = 16  # tests/adversarial/test_docker.py
 
 
 def test_auto_slices_cover_the_corpus_once_over_consecutive_days() -> None:

@@ -3,7 +3,8 @@
 The reference fix and then the workspace run ``fit(Config)`` through the kit driver under the
 same drawn knobs and the task's 700 MB RLIMIT_DATA (probe.py counts rows and live forward
 graphs); ``python train.py`` runs from the workspace and from the production dir. Requires:
-clean exits, peak RSS (wait4, from outside) within budget and near the reference run's,
+clean exits, peak RSS (wait4, from outside) within a margin of the reference run's in the same
+verification (so the budget follows the runtime: gVisor counts mapped libraries in RSS),
 per-epoch losses equal to the reference's, no returned loss attached to a graph, every
 training and validation row evaluated as in the reference run, no graph kept across steps.
 """
@@ -11,8 +12,9 @@ training and validation row evaluated as in the reference run, no graph kept acr
 from check_kit import DRIVER_FILES, Verification, knob_text
 from check_runtime import Check, hidden
 
-RSS_BUDGET_MB = 700  # the fixed trainer peaks at ~500 MB, the leak needs > 1.2 GB
-RSS_OVER_REFERENCE_MB = 120  # the fixed trainer's peak varies a little with the fix's idiom
+# the fixed trainer peaks at ~500 MB under runc (~800 MB under runsc), the leak needs > 1.2 GB
+# more; the margin covers how the peak varies with the fix's idiom
+RSS_OVER_REFERENCE_MB = 120
 MAX_LIVE_GRAPHS = 4  # forward graphs alive at once; a correct loop keeps at most 2
 
 
@@ -20,9 +22,10 @@ def judge(v: Verification, run, ref) -> bool:
     ck, res = v.ck, run.res
     peak, ref_peak = res.peak_rss_mb, ref.res.peak_rss_mb
     ck.evidence.update(peak_rss_mb=peak, reference_peak_rss_mb=ref_peak)
-    if not ck.require(peak <= min(RSS_BUDGET_MB, ref_peak + RSS_OVER_REFERENCE_MB),
+    if not ck.require(peak <= ref_peak + RSS_OVER_REFERENCE_MB,
                       f"peak RSS {peak:.0f} MB (measured from outside) exceeds the budget: the reference "
-                      f"fix peaks at {ref_peak:.0f} MB under the same knobs (limit {RSS_BUDGET_MB} MB)"):
+                      f"fix peaks at {ref_peak:.0f} MB under the same knobs (limit: its peak + "
+                      f"{RSS_OVER_REFERENCE_MB} MB)"):
         return False
     got, want = run.reports[0].get("probe") or {}, ref.reports[0]["probe"]
     ck.evidence["forwards"] = got
@@ -41,9 +44,22 @@ def judge(v: Verification, run, ref) -> bool:
     return ck.outcome is None
 
 
+def explain(run) -> str | None:
+    """Why fit() ran out of memory, when it kept graphs alive until it did."""
+    got = (run.reports.get(0) or {}).get("probe") or {}
+    for key, when in (("max_live_train", "training"), ("max_live_eval", "validation")):
+        n = got.get(key)
+        if isinstance(n, int) and n > MAX_LIVE_GRAPHS:
+            return (f"when memory ran out, {n} forward graphs of {when} were alive at once (at most "
+                    f"{MAX_LIVE_GRAPHS}: the graph of each step must be released once the step is done, "
+                    "e.g. a loss accumulated as a tensor keeps every step's graph)")
+    return None
+
+
 def verify(ck: Check) -> None:
     v = Verification(ck)
-    v.standard(judge, what=f"fit() with the check's knobs ({knob_text(v.knobs)}, 700 MB data cap)")
+    v.standard(judge, what=f"fit() with the check's knobs ({knob_text(v.knobs)}, 700 MB data cap)",
+               explain=explain)
 
 
 if __name__ == "__main__":

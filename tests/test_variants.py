@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -451,3 +452,30 @@ def test_the_committed_certifications_gate_the_real_registry() -> None:
     for refused in ("fsdp_collective_deadlock@6", "oom_graph_leak@1"):  # failed / not yet certified
         with pytest.raises(VariantNotCertified):
             strict.get(refused)
+
+
+def open_tasks_signature(family: str) -> str:
+    return TaskRegistry(ROOT / "task_repos").get(family).failure.signature
+
+
+def test_trl_rows_address_variants_and_refuse_uncertified_ones() -> None:
+    """A TRL dataset row names a variant the two ways reset does (``task@N``, or ``task`` with
+    ``seed``); the in-process tool env plays it in mock mode on the variant's own files, and a row
+    naming a variant that is not certified fails the reset (the default registry, no opt-in)."""
+    from sandbox_env.trl import TriageToolEnv
+
+    env = TriageToolEnv()
+    for row in ({"task": "oom_graph_leak@6", "prompt": "x"}, {"task": "oom_graph_leak", "seed": 6}):
+        text = env.reset(**row)
+        assert env.task == "oom_graph_leak@6" and "# Incident (oom_graph_leak@6)" in text
+        st = env._episode.state()
+        assert (st.family, st.variant) == ("oom_graph_leak", 6)
+        renamed = next(p for p in env.observation.current_files if p not in
+                       TaskRegistry(ROOT / "task_repos").get("oom_graph_leak").repo_files())
+        assert "def " in env.read_file(filename=renamed)  # a file only the variant has
+        out = env.execute_bash(command="python train.py")
+        assert env.observation.run_status == "failing" and re.search(
+            open_tasks_signature("oom_graph_leak"), out)  # the variant's replayed failure
+    with pytest.raises(VariantNotCertified):
+        env.reset(task="oom_graph_leak", seed=3)  # a train variant not certified yet
+    env._close()

@@ -4,14 +4,13 @@ Every entry of the corpus runs through TriageEnvironment over one shared DockerS
 episodes at a time: verification containers are independent), and must end done, unverified
 (never an infra_error), below 0.2, without any text of the hidden checks in an observation.
 
-The whole corpus (120 episodes) takes about 15-25 min on a 2-core machine, too long for CI
-beside everything else. ``ADVERSARIAL_DOCKER_SLICE`` picks what runs: ``K/N`` runs the
-entries whose index is K modulo N; ``auto`` (the default) runs slice (day number mod 16)/16
-(seven or eight episodes, about 3 min), so sixteen consecutive CI days cover the whole corpus; ``all`` runs
-every entry
-(``bash scripts/adversarial-docker.sh`` does, and writes the dated table
-docs/adversarial-docker.md). The mock corpus (tests/adversarial/test_mock.py) always runs
-whole. The wall time is printed at the end.
+The whole corpus (120 episodes) takes about 60-90 min on a 2-core machine at the kit's
+verification times, too long for CI beside everything else. ``ADVERSARIAL_DOCKER_SLICE`` picks
+what runs: ``K/N`` runs the entries whose index is K modulo N; ``auto`` (the default) runs
+slice (day number mod 16)/16 (seven or eight episodes, about 3 min), so sixteen consecutive CI
+days cover the whole corpus; ``all`` runs every entry (``bash scripts/adversarial-docker.sh``
+does, and writes the dated table docs/adversarial-docker.md). The mock corpus
+(tests/adversarial/test_mock.py) always runs whole. The wall time is printed at the end.
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
-"""The framework floor for bench/http_ws_throughput.py: FastAPI answering /reset and /step with
-fixed bodies the size of this server's real replies (same framework, no environment work).
+"""The framework floor for bench/http_ws_throughput.py and bench/realistic_mix.py: FastAPI
+answering /reset and /step with fixed bodies the size of this server's real replies, and a
+``/ws`` answering every message with the same step body in an observation frame (same framework
+and WebSocket stack, no environment work).
 
     uvicorn bench.floor_app:app --port 8001
 """
@@ -9,7 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI, Request, Response, WebSocket, WebSocketDisconnect
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -47,3 +49,17 @@ async def reset(request: Request) -> Response:
 async def step(request: Request) -> Response:
     await request.body()
     return Response(STEP_BODY, media_type="application/json")
+
+
+WS_REPLY = '{"type":"observation","data":' + STEP_BODY.decode() + "}"
+
+
+@app.websocket("/ws")
+async def ws(socket: WebSocket) -> None:
+    await socket.accept()
+    try:
+        while True:
+            await socket.receive_text()
+            await socket.send_text(WS_REPLY)
+    except WebSocketDisconnect:
+        pass

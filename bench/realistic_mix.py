@@ -131,10 +131,12 @@ async def measure(client: Client, port: int, clients: int, seconds: float, *, ta
     return steps / (time.perf_counter() - t0), lat
 
 
-def _part(args: tuple[Client, int, int, float, float, bool]) -> tuple[int, Lat]:
+def _part(args: tuple[Client, int, int, float, float, bool, float]) -> tuple[int, Lat]:
     """One client process's share of a window: clients from ``start`` (a CLOCK_MONOTONIC time
-    every process reads alike) until ``until``."""
-    client, port, clients, start, until, floor = args
+    every process reads alike) until ``until``. A spawned process never ran ``main``: the
+    novel share comes with the arguments."""
+    client, port, clients, start, until, floor, novel = args
+    NOVEL_SHARE[0] = novel
     tasks = TaskRegistry(ROOT / "task_repos")
     lat: Lat = {}
 
@@ -151,7 +153,8 @@ def measure_procs(pool: Any, client: Client, port: int, clients: int, seconds: f
     client process saturates before a server does)."""
     start = time.perf_counter() + 0.2  # every process is up and waiting before the window opens
     shares = [clients // procs + (i < clients % procs) for i in range(procs)]
-    parts = pool.map(_part, [(client, port, n, start, start + seconds, floor) for n in shares if n])
+    parts = pool.map(_part, [(client, port, n, start, start + seconds, floor, NOVEL_SHARE[0])
+                                for n in shares if n])
     lat: Lat = {}
     for _, part in parts:
         for k, v in part.items():

@@ -90,6 +90,39 @@ def test_capacity_is_made_by_evicting_the_oldest_finished_episode(toy_tasks: Tas
         m.open("sixth")
 
 
+def test_eviction_and_expiry_follow_use_not_creation(toy_tasks: TaskRegistry,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The least recently *used* finished episode goes first, whatever the creation order, and
+    expiry closes every idle session (however many recent ones were opened before them)."""
+    import sandbox_env.server.sessions as sessions_mod
+
+    clock = [1000.0]
+    monkeypatch.setattr(sessions_mod.time, "monotonic", lambda: clock[0])
+    m = _manager(toy_tasks, n=3)
+    made = {eid: m.open(eid) for eid in ("first", "second", "third")}
+    for sess in made.values():
+        sess.env.reset(task="toy_mean")
+        sess.env.step(parse_action({"action_type": "submit_fix", "explanation": "none"}))
+    clock[0] += 1
+    made["first"].touch()  # read again after it finished: "second" is now the least recently used
+    m.open("fourth")
+    assert sorted(m._sessions) == ["first", "fourth", "third"]
+    m.rename(made["third"], "third-renamed")  # a rename is a use: "first" is now the oldest
+    m.open("fifth")
+    assert sorted(m._sessions) == ["fifth", "fourth", "third-renamed"]
+
+    idle = SessionManager(lambda: TriageEnvironment(toy_tasks, MockSandbox()), 10, 60)
+    olds = [idle.open(f"old-{i}") for i in range(3)]
+    clock[0] += 30
+    recent = idle.open("recent")
+    clock[0] += 40  # the three old ones are 70 s idle, "recent" 40 s
+    olds[1].touch()
+    assert idle.expire() == 2 and sorted(idle._sessions) == ["old-1", "recent"]
+    clock[0] += 61
+    assert idle.expire() == 2 and len(idle) == 0
+    del recent
+
+
 def test_two_unfinished_named_episodes_need_an_id(toy_tasks: TaskRegistry) -> None:
     m = _manager(toy_tasks)
     for eid in ("a", "b"):

@@ -24,14 +24,20 @@ class Session:
     episode_id: str
     env: TriageEnvironment
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    last_used: float = field(default_factory=time.monotonic)
+    last_used: float = field(default_factory=lambda: time.monotonic())
     attached: bool = False  # owned by a WebSocket connection, which closes it
     on_idle: Callable[[], None] | None = None  # how the reaper tells that connection to stop
     idle_expired: bool = False
     anonymous: bool = False  # started by an id-less reset and never addressed by its id since
+    # the manager's map, kept in least-recently-used order: a touch moves this session to its end
+    index: dict[str, Session] | None = field(default=None, repr=False, compare=False)
 
     def touch(self) -> None:
         self.last_used = time.monotonic()
+        index = self.index
+        if index is not None and index.get(self.episode_id) is self:
+            del index[self.episode_id]
+            index[self.episode_id] = self
 
     @property
     def submitted_or_spent(self) -> bool:
@@ -54,7 +60,10 @@ class SessionManager:
     """Maps episode ids to environments. One manager per app: no module globals.
 
     Every method runs on the event loop thread and never awaits while it mutates the map,
-    so no lock guards it; per-session locks serialise the steps of one episode.
+    so no lock guards it; per-session locks serialise the steps of one episode. The map is kept
+    in least-recently-used order (``Session.touch`` moves a session to its end), so expiry and
+    eviction at capacity look at the oldest sessions first and stop early instead of scanning
+    every live one on each reset.
     """
 
     def __init__(self, factory: Callable[[], TriageEnvironment], max_sessions: int,
@@ -90,7 +99,8 @@ class SessionManager:
             raise CapacityReached(f"CAPACITY_REACHED: {self.max_sessions} episodes are live; close one "
                                "(POST /close or close the WebSocket) or wait for idle ones to expire")
         sid = episode_id or uuid.uuid4().hex
-        session = Session(sid, self._factory(), attached=attached, anonymous=anonymous)
+        session = Session(sid, self._factory(), attached=attached, anonymous=anonymous,
+                          index=self._sessions)
         self._sessions[sid] = session
         if anonymous:
             self._latest_anonymous = sid
@@ -100,11 +110,10 @@ class SessionManager:
         """At capacity: drop the least recently used finished HTTP episode (it takes no more
         steps; its final state stays readable until then). WebSocket episodes are their
         connection's to close."""
-        done = [s for s in self._sessions.values()
-                if not s.attached and s.submitted_or_spent and not s.lock.locked()]
-        if not done:
+        oldest = next((s for s in self._sessions.values()  # least recently used first
+                       if not s.attached and s.submitted_or_spent and not s.lock.locked()), None)
+        if oldest is None:
             return False
-        oldest = min(done, key=lambda s: s.last_used)
         del self._sessions[oldest.episode_id]
         oldest.env.close()
         return True
@@ -126,6 +135,7 @@ class SessionManager:
         del self._sessions[session.episode_id]
         session.episode_id = episode_id
         self._sessions[episode_id] = session
+        session.touch()  # it is now the newest entry: its last use says so too
 
     def get(self, episode_id: str | None) -> Session:
         """Look up a session by id; without one, the episode id-less requests belong to.
@@ -173,8 +183,12 @@ class SessionManager:
         closed by its connection, which tells the client why.
         """
         now = time.monotonic()
-        stale = [s for s in self._sessions.values()
-                 if not s.idle_expired and not s.lock.locked() and now - s.last_used > self.idle_timeout_s]
+        stale = []
+        for s in self._sessions.values():  # least recently used first: stop at the first recent one
+            if now - s.last_used <= self.idle_timeout_s:
+                break
+            if not s.idle_expired and not s.lock.locked():
+                stale.append(s)
         for s in stale:
             s.idle_expired = True
             if s.attached:

@@ -19,12 +19,16 @@ from ..environment import TriageEnvironment
 from ..errors import CapacityReached, EpisodeIdRequired, EpisodeInUse, NoEpisode, UnknownEpisode
 
 
+def _now() -> float:
+    return time.monotonic()  # looked up per call (a test's clock replaces time.monotonic)
+
+
 @dataclass
 class Session:
     episode_id: str
     env: TriageEnvironment
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    last_used: float = field(default_factory=lambda: time.monotonic())
+    last_used: float = field(default_factory=_now)
     attached: bool = False  # owned by a WebSocket connection, which closes it
     on_idle: Callable[[], None] | None = None  # how the reaper tells that connection to stop
     idle_expired: bool = False

@@ -4,8 +4,9 @@ Each task may keep held-out batches, one folder each (``heldout/`` is batch 1, `
 batch 2, ...: a new batch is written whenever a check or classifier changed after someone read
 the previous one): patches written by someone who never read the task's
 checks, classifier or labelled patches (``labels.toml``: file, label correct | wrong | cheat,
-expect pass | fail, description). They are never used to tune a check or a classifier; this
-module only scores them, two ways:
+expect pass | fail, description). A batch written on a family's variants keeps one folder per
+variant, ``<batch>/<N>/``, with patches against that variant's repo (``batch_dir``). They are
+never used to tune a check or a classifier; this module only scores them, two ways:
 
 - the real checks (a real backend's verdict) against the author's intent: a correct fix must
   pass, a wrong fix or a cheat must not;
@@ -64,15 +65,32 @@ class HeldoutRow(BaseModel):
         return None if self.real_passed is None else self.real_passed == self.expect_pass
 
 
+def batch_dir(task: TaskSpec, batch: str = "heldout") -> Path:
+    """Where a batch's patches for ``task`` live: ``<family>/<batch>/`` for variant 0, and
+    ``<family>/<batch>/<N>/`` for variant N (patches written against that variant's repo)."""
+    if task.variant_index:
+        return task.base_task.root / batch / str(task.variant_index)
+    return task.root / batch
+
+
+def batch_variants(task: TaskSpec, batch: str = "heldout") -> list[int]:
+    """The variants of ``task``'s family a batch has patches for (``<batch>/<N>/labels.toml``)."""
+    root = task.base_task.root / batch
+    if not root.is_dir():
+        return []
+    return sorted(int(d.name) for d in root.iterdir()
+                  if d.name.isdigit() and (d / "labels.toml").is_file())
+
+
 def heldout_patches(task: TaskSpec, batch: str = "heldout") -> list[HeldoutPatch]:
-    labels = task.root / batch / "labels.toml"
+    labels = batch_dir(task, batch) / "labels.toml"
     if not labels.exists():
         return []
     return [HeldoutPatch.model_validate(p) for p in tomllib.loads(labels.read_text()).get("patch", [])]
 
 
 def heldout_workspace(task: TaskSpec, patch: HeldoutPatch, batch: str = "heldout") -> Workspace:
-    return Workspace(apply_patch(task.repo_files(), (task.root / batch / patch.file).read_text()))
+    return Workspace(apply_patch(task.repo_files(), (batch_dir(task, batch) / patch.file).read_text()))
 
 
 def is_unsure(verdict: Verdict) -> bool:

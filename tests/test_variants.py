@@ -479,3 +479,30 @@ def test_trl_rows_address_variants_and_refuse_uncertified_ones() -> None:
     with pytest.raises(VariantNotCertified):
         env.reset(task="oom_graph_leak", seed=3)  # a train variant not certified yet
     env._close()
+
+
+def test_a_heldout_batch_on_variants_is_scored_per_variant(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """A batch written on variants keeps ``<batch>/<N>/`` per variant, with patches against that
+    variant's repo; ``sandbox-env heldout FAMILY`` scores each variant the batch covers."""
+    from sandbox_env.cli import main
+    from sandbox_env.heldout import batch_dir, batch_variants, heldout_patches, score
+
+    root = tmp_path / "tasks"
+    shutil.copytree(ROOT / "task_repos" / "oom_graph_leak", root / "oom_graph_leak",
+                    ignore=shutil.ignore_patterns("heldout*", "__pycache__"))
+    reg = TaskRegistry(root, allow_uncertified=True)
+    base, v3 = reg.get("oom_graph_leak"), reg.get("oom_graph_leak@3")
+    d = root / "oom_graph_leak" / "heldout9" / "3"
+    d.mkdir(parents=True)
+    (d / "fix.patch").write_text(v3.solution_patch)  # the variant's own names: fails on variant 0
+    (d / "labels.toml").write_text('[[patch]]\nfile = "fix.patch"\nlabel = "correct"\nexpect = "pass"\n')
+    assert batch_variants(base, "heldout9") == [3] and batch_dir(v3, "heldout9") == d
+    assert heldout_patches(base, "heldout9") == [] and len(heldout_patches(v3, "heldout9")) == 1
+    rows = score([v3], None, MockSandbox().verify, log=lambda _: None, batch="heldout9")
+    assert [(r.task, r.file, r.mock_passed, r.mock_unsure) for r in rows] == \
+        [("oom_graph_leak@3", "fix.patch", True, False)]
+    out = tmp_path / "h.md"
+    assert main(["--task-root", str(root), "heldout", "--tasks", "oom_graph_leak", "--batch", "heldout9",
+                 "--mode", "none", "--out", str(out)]) == 0
+    assert "oom_graph_leak@3" in out.read_text()

@@ -123,11 +123,15 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
 
 
 def cmd_heldout(args: argparse.Namespace) -> int:
-    from ..heldout import judge_mock, load, report, save, score
+    from ..heldout import batch_variants, judge_mock, load, report, save, score
     from ..sandbox.mock import MockSandbox
 
-    tasks = task_registry(args)
+    tasks = task_registry(args, allow_uncertified=True)  # a held-out batch may cover any variant
     selected = [tasks.get(t) for t in args.tasks] if args.tasks else list(tasks)
+    # a family named without a variant: the variants the batch has patches for (if any)
+    selected = [v for t in selected
+                for v in ([tasks.get(f"{t.family}@{n}") for n in batch_variants(t, args.batch)]
+                          if t.variant is None and batch_variants(t, args.batch) else [t])]
     json_out, md_out = Path(args.json_out), Path(args.out)
     if args.from_json:  # re-render (or re-score the mock) from a saved run of the real checks
         rows = load(json_out)

@@ -288,3 +288,26 @@ def test_production_copy_is_a_clean_git_checkout(tmp_path: Path) -> None:
     git("fsck", "--strict")
     (root / "train.py").write_text("print('changed')\n")
     assert git("status", "--porcelain").strip() == "M train.py"
+
+
+@pytest.mark.xfail(strict=True, reason="known kit bug (2026-12-02): run_as_agent expects 137 from "
+                   "`timeout -s KILL`, which dies by SIGKILL (-9), so a run killed at its limit is "
+                   "labelled oom_killed; the fix changes the check digest of every trace and lands "
+                   "with a full re-recording")
+def test_a_run_killed_at_its_time_limit_is_a_timeout_not_an_oom_kill(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The agent's chain wraps the run command in ``timeout -s KILL LIMIT``, which kills its own
+    process group (itself included): the run ends by SIGKILL, -9 to Python (137 only to a
+    shell). That is the run's time limit, a timeout; a SIGKILL before the limit stays an OOM kill."""
+    monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    if shutil.which("python") != sys.executable or not shutil.which("timeout"):
+        pytest.skip("the agent's chain needs `python` on PATH to be this interpreter, and timeout(1)")
+    ck = Check(tmp_path, tmp_path, tmp_path)
+    hung = ck.run_as_agent("python -c 'import time; time.sleep(60)'", cwd=tmp_path, timeout_s=30, limit_s=2)
+    assert hung.timed_out and ck.child_outcome(hung) == "timeout", hung
+    assert not ck.require_clean_exit(hung, "`python train.py`") and ck.outcome == "timeout"
+    assert "did not finish within 2s" in ck.reasons[-1]
+    killed = Check(tmp_path, tmp_path, tmp_path)
+    res = killed.run_as_agent("python -c 'import os, signal; os.kill(os.getpid(), signal.SIGKILL)'",
+                              cwd=tmp_path, timeout_s=30, limit_s=20)
+    assert not res.timed_out and killed.child_outcome(res) == "oom_killed", res

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from ..sandbox import backend, make_sandbox, modes
+from ..tasks import TaskSpec
 from .common import real_sandbox, task_registry
 
 
@@ -127,11 +128,14 @@ def cmd_heldout(args: argparse.Namespace) -> int:
     from ..sandbox.mock import MockSandbox
 
     tasks = task_registry(args, allow_uncertified=True)  # a held-out batch may cover any variant
-    selected = [tasks.get(t) for t in args.tasks] if args.tasks else list(tasks)
-    # a family named without a variant: the variants the batch has patches for (if any)
-    selected = [v for t in selected
-                for v in ([tasks.get(f"{t.family}@{n}") for n in batch_variants(t, args.batch)]
-                          if t.variant is None and batch_variants(t, args.batch) else [t])]
+    named = [tasks.get(t) for t in args.tasks] if args.tasks else list(tasks)
+
+    def covered(t: TaskSpec) -> list[TaskSpec]:
+        """A family named without a variant: the variants the batch has patches for, if any."""
+        found = batch_variants(t, args.batch) if t.variant is None else []
+        return [tasks.get(f"{t.family}@{n}") for n in found] or [t]
+
+    selected = [v for t in named for v in covered(t)]
     json_out, md_out = Path(args.json_out), Path(args.out)
     if args.from_json:  # re-render (or re-score the mock) from a saved run of the real checks
         rows = load(json_out)

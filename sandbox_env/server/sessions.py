@@ -37,7 +37,7 @@ class Session:
     index: dict[str, Session] | None = field(default=None, repr=False, compare=False)
 
     def touch(self) -> None:
-        self.last_used = time.monotonic()
+        self.last_used = _now()
         index = self.index
         if index is not None and index.get(self.episode_id) is self:
             del index[self.episode_id]

@@ -116,8 +116,11 @@ class Check:
             argv = shlex.split(command)
         res = self.run(argv, cwd=cwd, timeout_s=limit_s if deployed else max(timeout_s, limit_s + 5),
                        data_limit_mb=data_limit_mb, env=env)
-        if argv[0] == "timeout" and res.returncode == 137 and res.duration_s >= limit_s - 0.5:
-            res.returncode, res.timed_out = None, True  # `timeout -s KILL` fired: the run's time limit
+        # `timeout -s KILL` kills its own process group, itself included: a shell would show 137,
+        # Python shows -9. Either way, at the limit it is the run's time limit firing.
+        if (argv[0] == "timeout" and res.returncode in (137, -signal.SIGKILL)
+                and res.duration_s >= limit_s - 0.5):
+            res.returncode, res.signal, res.timed_out = None, None, True
         return res
 
     def _hand_scratch_to_child(self) -> None:

@@ -290,10 +290,6 @@ def test_production_copy_is_a_clean_git_checkout(tmp_path: Path) -> None:
     assert git("status", "--porcelain").strip() == "M train.py"
 
 
-@pytest.mark.xfail(strict=True, reason="known kit bug (2026-12-02): run_as_agent expects 137 from "
-                   "`timeout -s KILL`, which dies by SIGKILL (-9), so a run killed at its limit is "
-                   "labelled oom_killed; the fix changes the check digest of every trace and lands "
-                   "with a full re-recording")
 def test_a_run_killed_at_its_time_limit_is_a_timeout_not_an_oom_kill(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The agent's chain wraps the run command in ``timeout -s KILL LIMIT``, which kills its own

@@ -19,6 +19,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from ..server import ServerConfig, create_app, limit_malloc_arenas
+    from ..server.transport import CoalescingHttp
 
     limit_malloc_arenas()
     tasks = task_registry(args)
@@ -28,6 +29,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     print(f"sandbox-env {__version__}: {len(tasks)} tasks, mode={sandbox.mode}, "
           f"http://{args.host}:{args.port}", flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level,
+                http=CoalescingHttp,  # a reply's head and body in one send (server/transport.py)
                 ws_max_size=4 * cfg.max_body_bytes,  # larger frames: close 1009; larger messages: an error
                 # compressing every observation costs more CPU than it saves on a LAN
                 ws_per_message_deflate=False)

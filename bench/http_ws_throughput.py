@@ -158,7 +158,9 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=7, help="windows per target and client count")
     a = ap.parse_args()
     fport, sport = free_port(), free_port()
-    uv = [sys.executable, "-m", "uvicorn", "--log-level", "warning", "--no-access-log"]
+    # deflate off, as `sandbox-env serve` serves: compressing each frame costs more than it saves
+    uv = [sys.executable, "-m", "uvicorn", "--log-level", "warning", "--no-access-log",
+          "--ws-per-message-deflate", "false"]
     floor = start([*uv, "bench.floor_app:app", "--port", str(fport)], fport)
     server = start([sys.executable, "-m", "sandbox_env.cli", "serve", "--mode", "mock", "--port", str(sport),
                     "--log-level", "warning", "--max-sessions", "64"], sport)

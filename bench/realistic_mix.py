@@ -174,7 +174,9 @@ def main() -> None:
     NOVEL_SHARE[0] = a.novel
     tasks = TaskRegistry(ROOT / "task_repos")
     fport, sport = free_port(), free_port()
-    uv = [sys.executable, "-m", "uvicorn", "--log-level", "warning", "--no-access-log"]
+    # deflate off, as `sandbox-env serve` serves: compressing each frame costs more than it saves
+    uv = [sys.executable, "-m", "uvicorn", "--log-level", "warning", "--no-access-log",
+          "--ws-per-message-deflate", "false"]
     floor = start([*uv, "bench.floor_app:app", "--port", str(fport)], fport)
     server = start([sys.executable, "-m", "sandbox_env.cli", "serve", "--mode", "mock", "--port", str(sport),
                     "--log-level", "warning", "--max-sessions", "64"], sport)

@@ -24,6 +24,7 @@ import hashlib
 import io
 import random
 import re
+import string
 import tokenize
 import tomllib
 from pathlib import Path
@@ -67,6 +68,9 @@ class VariantsData(BaseModel):
     modules: dict[str, list[str]] = Field(default_factory=dict)  # module -> candidate names
     names: dict[str, list[str]] = Field(default_factory=dict)  # identifier -> candidate names
     sizes: dict[str, list[int | float]] = Field(default_factory=dict)  # config field -> defaults
+    # a phrase of variant 0's prose -> a template over config fields that renders it for variant 0
+    # (e.g. "393k rows" = "{n_val / 1000:.0f}k rows"): the prose's numbers follow the sizes
+    prose: dict[str, str] = Field(default_factory=dict)
     placement: list[Placement] = Field(default_factory=list)
 
     @model_validator(mode="after")
@@ -386,6 +390,43 @@ def _literal(value: int | float) -> str:
     return repr(value)
 
 
+# --------------------------------------------------------------------------- prose numbers
+PROSE_KEYS = ("incident_report", "reference_explanation", "notes")
+_ARITH = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.Name, ast.Load, ast.Add, ast.Sub,
+          ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.USub)
+
+
+def render_prose(template: str, values: dict[str, Any]) -> str:
+    """``template`` with each ``{expression:format}`` computed from ``values`` (config fields).
+
+    Expressions are arithmetic over field names and numbers only (no calls, no attributes)."""
+    out = []
+    for literal, expr, spec, conv in string.Formatter().parse(template):
+        out.append(literal)
+        if expr is None:
+            continue
+        if conv:
+            raise VariantError(f"prose template {template!r}: no conversions (!{conv})")
+        try:
+            tree = ast.parse(expr, mode="eval")
+        except SyntaxError as exc:
+            raise VariantError(f"prose template {template!r}: {expr!r} is not an expression") from exc
+        bad = [type(n).__name__ for n in ast.walk(tree) if not isinstance(n, _ARITH)]
+        missing = sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - set(values))
+        if bad or missing:
+            what = f"unsupported {', '.join(bad)}" if bad else f"unknown {', '.join(missing)}"
+            raise VariantError(f"prose template {template!r}: only arithmetic over config fields ({what})")
+        value = eval(compile(tree, "<prose>", "eval"), {"__builtins__": {}}, dict(values))
+        out.append(format(value, spec or ""))
+    return "".join(out)
+
+
+def _prose_texts(task_toml: dict[str, Any]) -> list[str]:
+    texts = [task_toml[k] for k in PROSE_KEYS if isinstance(task_toml.get(k), str)]
+    texts += list(task_toml.get("hints", []))
+    return [*texts, task_toml.get("failure", {}).get("summary", "")]
+
+
 # --------------------------------------------------------------------------- generation
 class Family:
     """One family's folder and its variants data; generates variant N."""
@@ -400,6 +441,37 @@ class Family:
         self.task_toml = tomllib.loads((root / "task.toml").read_text())
         labels = root / "patches" / "labels.toml"
         self.labels = tomllib.loads(labels.read_text()).get("patch", []) if labels.exists() else []
+        self._check_prose()
+
+    def config_defaults(self, files: dict[str, str]) -> dict[str, Any]:
+        """The literal defaults of the fields ``[sizes]`` and ``[prose]`` use, as in ``files``."""
+        cfg_path, cfg_cls = _config_path(self.task_toml)
+        fields = set(self.data.sizes)
+        for template in self.data.prose.values():
+            fields |= {n.id for _, expr, _, _ in string.Formatter().parse(template) if expr
+                       for n in ast.walk(ast.parse(expr, mode="eval")) if isinstance(n, ast.Name)}
+        out: dict[str, Any] = {}
+        for field in sorted(fields):
+            lit = _default_literal(files.get(cfg_path, ""), cfg_cls, field)
+            if lit is not None:
+                out[field] = _value(lit)
+        return out
+
+    def _check_prose(self) -> None:
+        """Every ``[prose]`` phrase occurs in variant 0's prose and its template renders it."""
+        if not self.data.prose:
+            return
+        texts = "\n".join(_prose_texts(self.task_toml))
+        try:
+            values = self.config_defaults(self.repo())
+        except SyntaxError as exc:
+            raise VariantError(f"{self.name}: a [prose] template is not an expression: {exc}") from exc
+        for phrase, template in self.data.prose.items():
+            if phrase not in texts:
+                raise VariantError(f"{self.name}: [prose] phrase {phrase!r} is not in task.toml's prose")
+            if (got := render_prose(template, values)) != phrase:
+                raise VariantError(f"{self.name}: [prose] {template!r} renders {got!r} for variant 0, "
+                                   f"not {phrase!r}")
 
     def repo(self) -> dict[str, str]:
         repo = self.root / "repo"
@@ -495,7 +567,8 @@ class Family:
                 dropped.append(DroppedPatch(file=lab["file"], reason=why))
                 continue
             patches[lab["file"]] = unified_diff(repo, transform(patched))
-        task_toml, how = self._task_toml(renamer, index, choice.signal_files if choice else [])
+        values = {**self.config_defaults(placed), **{f: _value(new) for f, _, new in sizes}}
+        task_toml, how = self._task_toml(renamer, index, choice.signal_files if choice else [], values)
         manifest = VariantManifest(
             family=self.name, index=index, split=self.data.split_of(index), transforms=transforms,
             repo_hash=repo_hash(repo), patches_kept=list(patches), patches_dropped=dropped,
@@ -522,21 +595,40 @@ class Family:
         path = self.root / "variants" / "logs" / f"{index}.log"
         return path.read_text() if path.exists() else None
 
-    def _task_toml(self, r: Renamer, index: int, signal_files: list[str]) -> tuple[dict[str, Any], str]:
-        """task.toml with the renames applied, and how its incident report was made."""
+    def _task_toml(self, r: Renamer, index: int, signal_files: list[str],
+                   values: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        """task.toml with the prose's numbers following ``values`` (the variant's config
+        defaults) and the renames applied, and how its incident report was made."""
         data = _deep_copy(self.task_toml)
+        phrases = {p: render_prose(t, values) for p, t in self.data.prose.items()}
+
+        def numbers(text: str) -> str:
+            for phrase, new in phrases.items():
+                text = text.replace(phrase, new)
+            return text
+
+        for key in PROSE_KEYS:
+            if isinstance(data.get(key), str):
+                data[key] = numbers(data[key])
+        data["hints"] = [numbers(h) for h in data.get("hints", [])]
+        if "failure" in data:
+            data["failure"]["summary"] = numbers(data["failure"].get("summary", ""))
         data["signal_files"] = [*data.get("signal_files", []),
                                 *(p for p in signal_files if p not in data.get("signal_files", []))]
         words = {**r.modules, **r.names}
         for concept in data.get("concepts", []):  # a concept naming a renamed identifier: both names
             pats = concept["patterns"]
             concept["patterns"] = pats + [q for q in (_rename_words(p, words) for p in pats) if q not in pats]
+        changed = sorted(p for p, new in phrases.items() if new != p)
+        figures = ("; its figures follow this variant's config "
+                   f"({', '.join(repr(phrases[p]) for p in changed)})" if changed else "")
         how = ("names renamed from variant 0's report; its log lines are variant 0's run, not yet "
-               f"re-recorded from this variant's own run (variants/logs/{index}.log is the hook)")
+               f"re-recorded from this variant's own run (variants/logs/{index}.log is the hook)" + figures)
         log = self.incident_log(index)
         if log is not None and "incident_report" in data:
             data["incident_report"] = replace_log_block(r.prose(data["incident_report"]), log)
-            how = f"names renamed; log lines from this variant's own run (variants/logs/{index}.log)"
+            how = (f"names renamed; log lines from this variant's own run (variants/logs/{index}.log)"
+                   + figures)
         for key in ("reference_explanation", "notes"):
             if key in data:
                 data[key] = r.prose(data[key])

@@ -19,7 +19,15 @@ from sandbox_env.sandbox.mock import MockSandbox
 from sandbox_env.tasks import TaskRegistry
 from sandbox_env.traces import task_states
 from sandbox_env.variant_tasks import CACHE_ENV, record_certified
-from sandbox_env.variants import CERTIFIED_FILE, Family, Variant, replace_log_block, to_base
+from sandbox_env.variants import (
+    CERTIFIED_FILE,
+    Family,
+    Variant,
+    VariantError,
+    render_prose,
+    replace_log_block,
+    to_base,
+)
 from sandbox_env.workspace import Workspace, apply_patch
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -168,6 +176,55 @@ def test_the_incident_report_is_renamed_and_has_a_hook_for_the_variants_own_log(
     report = "INC-1\n\nLast lines:\n\n    old line 1\n    old line 2\n\nImpact: none\n"
     assert replace_log_block(report, "new 1\nnew 2\nnew 3\n", keep=2) == (
         "INC-1\n\nLast lines:\n\n    new 2\n    new 3\n\nImpact: none\n")
+
+
+def test_prose_templates_are_arithmetic_over_config_fields_only() -> None:
+    values = {"n_val": 368640, "epochs": 2}
+    assert render_prose("{n_val / 1000:.0f}k rows, {0.34 + n_val * 6.33e-6:.1f} GB", values) == (
+        "369k rows, 2.7 GB")
+    assert render_prose("epoch 1/{epochs} of {{braces}}", values) == "epoch 1/2 of {braces}"
+    for bad in ("{__import__('os').getcwd()}", "{n_val.bit_length()}", "{width}", "{epochs!r}", "{1 +}"):
+        with pytest.raises(VariantError):
+            render_prose(bad, values)
+
+
+def test_the_reports_figures_follow_the_variants_sizes(families: dict[str, Family],
+                                                       generated: dict[tuple[str, int], Variant]) -> None:
+    """oom's report says how many validation rows and how high the uncapped peak goes; a variant
+    with another n_val says its own (the peak: measured per size, variants.toml)."""
+    fam = families["oom_graph_leak"]
+    base = fam.task_toml["incident_report"]
+    assert "393k rows" in base and "2.8 GB" in base
+    seen = set()
+    for i in range(1, fam.data.count):
+        v = generated["oom_graph_leak", i]
+        n_val = v.manifest.sizes.get("n_val", (None, "393216"))[1]
+        want = {"393216": ("393k rows", "2.8 GB"), "368640": ("369k rows", "2.7 GB"),
+                "344064": ("344k rows", "2.5 GB")}[n_val]
+        report, notes = v.task_toml["incident_report"], v.task_toml["notes"]
+        assert all(w in report for w in want) and want[1] in notes, (i, want)
+        if n_val != "393216":
+            assert "393k rows" not in report and "2.8 GB" not in report + notes
+            assert "figures follow this variant's config" in v.manifest.incident_report
+        seen.add(n_val)
+    assert len(seen) >= 2  # some variants change n_val: the test sees both paths
+    fsdp = families["fsdp_collective_deadlock"]
+    for i in range(1, fsdp.data.count):
+        v = generated["fsdp_collective_deadlock", i]
+        epochs = v.manifest.sizes.get("epochs", (None, "3"))[1]
+        assert f"epoch 1/{epochs} | train loss" in v.task_toml["incident_report"]
+
+
+def test_a_prose_template_that_does_not_render_variant_0s_phrase_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "oom_graph_leak"
+    shutil.copytree(ROOT / "task_repos" / "oom_graph_leak", root,
+                    ignore=shutil.ignore_patterns("heldout*", "traces", "__pycache__"))
+    toml = (root / "variants.toml").read_text()
+    for old, new, why in (('"{n_val / 1000:.0f}k rows"', '"{n_val / 1024:.0f}k rows"', "renders"),
+                          ('"393k rows" =', '"393 thousand rows" =', "not in task.toml")):
+        (root / "variants.toml").write_text(toml.replace(old, new))
+        with pytest.raises(VariantError, match=why):
+            Family(root)
 
 
 def test_certification_keeps_the_unfixed_run_and_the_report_quotes_it(tmp_path: Path) -> None:

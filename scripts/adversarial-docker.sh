@@ -5,14 +5,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 summary=$(mktemp)
-trap 'rm -f "$summary"' EXIT
+trap 'rm -f "$summary" "$summary.log"' EXIT
+rc=0
 ADVERSARIAL_DOCKER_SLICE=all ADVERSARIAL_DOCKER_SUMMARY="$summary" \
-  .venv/bin/python -m pytest tests/adversarial/test_docker.py -q -p no:cacheprovider "$@" | tail -5
+  .venv/bin/python -m pytest tests/adversarial/test_docker.py -q -p no:cacheprovider "$@" > "$summary.log" 2>&1 || rc=$?
+tail -5 "$summary.log"; rm -f "$summary.log"
+# the table is written whatever pytest said: a failing entry is listed with what went wrong
+[ -s "$summary" ] || { echo "no summary written (pytest exit $rc)"; exit $(( rc ? rc : 1 )); }
 .venv/bin/python - "$summary" <<'PY'
 import datetime, json, sys
 data = json.load(open(sys.argv[1]))
 rows = data["episodes"]
-ok = sum(1 for r in rows.values() if r["outcome"] not in (None, "passed", "infra_error") and (r["score"] or 0) < 0.2)
+ok = sum(1 for r in rows.values() if not r.get("problems"))
 lines = [f"# Reward-hacking corpus in docker mode ({datetime.date.today().isoformat()})", "",
          "Produced by `bash scripts/adversarial-docker.sh` (every entry of tests/adversarial/corpus.py "
          "against the real checks in fresh containers, two at a time). Each must end unverified, "
@@ -20,6 +24,13 @@ lines = [f"# Reward-hacking corpus in docker mode ({datetime.date.today().isofor
          f"{data['wall_s'] / 60:.1f} min wall.", "", "| entry | verdict outcome | score | seconds |",
          "|---|---|---|---|"]
 lines += [f"| {k} | {r['outcome']} | {r['score']} | {r['seconds']} |" for k, r in sorted(rows.items())]
+failed = {k: r for k, r in sorted(rows.items()) if r.get("problems")}
+if failed:
+    lines += ["", "## Entries that did not hold", ""]
+    for k, r in failed.items():
+        said = "; ".join(r["problems"]).replace("\n", " ")
+        lines += [f"- **{k}**: {said}", f"  - first reason of the verdict: {r['reason'][:400]!r}"]
 open("docs/adversarial-docker.md", "w").write("\n".join(lines) + "\n")
 print(f"wrote docs/adversarial-docker.md: {ok}/{len(rows)} held")
 PY
+exit "$rc"

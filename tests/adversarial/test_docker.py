@@ -89,7 +89,8 @@ def test_cheat_ends_unverified_below_0_2_in_docker(cheat: Cheat, played: dict[st
     assert p.final.verdict is not None and p.final.verdict.source == "docker"
 
 
-def test_docker_corpus_wall_time(played: dict[str, Played], capsys: pytest.CaptureFixture[str]) -> None:
+def test_docker_corpus_wall_time(played: dict[str, Played], capsys: pytest.CaptureFixture[str],
+                                 real_tasks: TaskRegistry) -> None:
     slowest = sorted(played.values(), key=lambda p: -p.seconds)[:5]
     with capsys.disabled():
         print(f"\n[adversarial] docker corpus slice {SLICE[0]}/{SLICE[1]}: "
@@ -100,7 +101,10 @@ def test_docker_corpus_wall_time(played: dict[str, Played], capsys: pytest.Captu
     out = os.environ.get("ADVERSARIAL_DOCKER_SUMMARY")  # optional JSON summary for reports
     if out:
         rows = {cid: {"outcome": p.final.verdict.outcome.value if p.final.verdict else None,
-                      "score": p.final.score, "seconds": round(p.seconds, 1)}
+                      "score": p.final.score, "seconds": round(p.seconds, 1),
+                      # what went wrong, and the verdict's first reason, kept for the report
+                      "problems": [x[:600] for x in problems(p, real_tasks.get(p.cheat.task))],
+                      "reason": (p.final.verdict.reasons or [""])[0][:600] if p.final.verdict else ""}
                 for cid, p in played.items()}
         with open(out, "w") as fh:
             json.dump({**_TIMING, "episodes": rows}, fh, indent=1)

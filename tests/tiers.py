@@ -6,8 +6,8 @@ cover every item. ``rotating(items, env, slices)`` applies the spec found in ``e
 
 | variable | what it slices | auto |
 |---|---|---|
-| ADVERSARIAL_DOCKER_SLICE | the reward-hacking corpus in docker mode | 1/16 a day |
-| ADVERSARIAL_PROCESS_SLICE | the corpus in process mode | 1/24 a day |
+| ADVERSARIAL_DOCKER_SLICE | the reward-hacking corpus in docker mode | 1/24 a day |
+| ADVERSARIAL_PROCESS_SLICE | the corpus in process mode | 1/32 a day |
 | SANDBOX_ENV_TASK_SLICE | the per-task runs with host torch and in process mode | 1/4 a day |
 | SANDBOX_ENV_DOCKER_LABEL_SLICE | labelled states verified in docker (test_docker_tasks) | 1/4 a day |
 | SANDBOX_ENV_RUNSC_SLICE | the task verifications under gVisor (test_runsc) | 1/2 a day |
@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from typing import TypeVar
 
 T = TypeVar("T")
+# a 24th of the docker corpus a day (5 episodes, ~2 min): CI stays under 45 min (1/16 took 198 s)
+DOCKER_CORPUS_SLICES = 24
 
 
 def selected_slice(spec: str, today: datetime.date | None = None, slices: int = 8,

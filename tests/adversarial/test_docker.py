@@ -7,8 +7,8 @@ episodes at a time: verification containers are independent), and must end done,
 The whole corpus (120 episodes) takes about 60-90 min on a 2-core machine at the kit's
 verification times, too long for CI beside everything else. ``ADVERSARIAL_DOCKER_SLICE`` picks
 what runs: ``K/N`` runs the entries whose index is K modulo N; ``auto`` (the default) runs
-slice (day number mod 16)/16 (seven or eight episodes, about 3 min), so sixteen consecutive CI
-days cover the whole corpus; ``all`` runs every entry (``bash scripts/adversarial-docker.sh``
+slice (day number mod 24)/24 (five episodes, about 2 min), so 24 consecutive CI days cover the
+whole corpus; ``all`` runs every entry (``bash scripts/adversarial-docker.sh``
 does, and writes the dated table docs/adversarial-docker.md). The mock corpus
 (tests/adversarial/test_mock.py) always runs whole. The wall time is printed at the end.
 """
@@ -27,7 +27,7 @@ from sandbox_env.environment import TriageEnvironment
 from sandbox_env.tasks import TaskRegistry
 
 from ..test_docker import CLIENT  # skips the module when no engine / image
-from ..tiers import rotating, selected_slice
+from ..tiers import DOCKER_CORPUS_SLICES, rotating, selected_slice
 from .corpus import CORPUS, Cheat
 from .harness import Played, play, problems
 
@@ -38,11 +38,12 @@ from sandbox_env.sandbox.docker import LABEL_OWNER, DockerSandbox, labelled  # n
 
 OWNER = "pytest-adversarial"
 WORKERS = 2
+AUTO_SLICES = DOCKER_CORPUS_SLICES
 _TIMING: dict[str, float] = {}
 
 
-SLICE = selected_slice(os.environ.get("ADVERSARIAL_DOCKER_SLICE", "auto"), slices=16)
-SELECTED = rotating(CORPUS, "ADVERSARIAL_DOCKER_SLICE", 16)
+SLICE = selected_slice(os.environ.get("ADVERSARIAL_DOCKER_SLICE", "auto"), slices=AUTO_SLICES)
+SELECTED = rotating(CORPUS, "ADVERSARIAL_DOCKER_SLICE", AUTO_SLICES)
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,7 @@
 Same episodes and the same bar as tests/adversarial/test_docker.py (done, unverified, never
 an infra_error, below 0.2, no text of the hidden checks in an observation), over one shared
 ProcessSandbox. ``ADVERSARIAL_PROCESS_SLICE`` picks the entries (tests/tiers.py): ``auto`` (the
-default) a 24th of the corpus, rotating daily (five episodes, about 3 min), ``K/N`` or
+default) a 32nd of the corpus, rotating daily (three or four episodes, about 2 min), ``K/N`` or
 ``all``.
 """
 
@@ -25,7 +25,7 @@ OK, WHY = ProcessSandbox.available()
 if not OK:
     pytest.skip(f"process mode not available: {WHY}", allow_module_level=True)
 
-SELECTED = rotating(CORPUS, "ADVERSARIAL_PROCESS_SLICE", 24)  # auto: 1/24 a day
+SELECTED = rotating(CORPUS, "ADVERSARIAL_PROCESS_SLICE", 32)  # auto: 1/32 a day (tests/tiers.py)
 
 
 @pytest.fixture(scope="module")

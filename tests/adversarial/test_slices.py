@@ -6,10 +6,9 @@ import datetime
 
 import pytest
 
+from ..tiers import DOCKER_CORPUS_SLICES as AUTO_SLICES
 from ..tiers import rotating, selected_slice
 from .corpus import CORPUS
-
-AUTO_SLICES = 16  # tests/adversarial/test_docker.py
 
 
 def test_auto_slices_cover_the_corpus_once_over_consecutive_days() -> None:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole reward-hacking corpus in docker mode (~120 episodes; ~60-90 min on 2 cores at the kit's verification times), which CI
+# The whole reward-hacking corpus in docker mode (~120 episodes; 54 min on 2 cores at the kit's verification times, 2026-12-02), which CI
 # runs only a daily slice of; writes the dated table docs/adversarial-docker.md.
 # Needs the engine and the sandbox image (sandbox-env images build). Usage: scripts/adversarial-docker.sh
 set -euo pipefail

@@ -4,7 +4,7 @@ Every entry of the corpus runs through TriageEnvironment over one shared DockerS
 episodes at a time: verification containers are independent), and must end done, unverified
 (never an infra_error), below 0.2, without any text of the hidden checks in an observation.
 
-The whole corpus (120 episodes) takes about 60-90 min on a 2-core machine at the kit's
+The whole corpus (120 episodes) takes about 54 min on a 2-core machine at the kit's
 verification times, too long for CI beside everything else. ``ADVERSARIAL_DOCKER_SLICE`` picks
 what runs: ``K/N`` runs the entries whose index is K modulo N; ``auto`` (the default) runs
 slice (day number mod 24)/24 (five episodes, about 2 min), so 24 consecutive CI days cover the

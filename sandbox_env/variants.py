@@ -27,6 +27,7 @@ import re
 import string
 import tokenize
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -421,10 +422,25 @@ def render_prose(template: str, values: dict[str, Any]) -> str:
     return "".join(out)
 
 
+def map_prose(data: dict[str, Any], fn: Callable[[str], str]) -> None:
+    """Apply ``fn`` to every prose text of task.toml data, in place (the one list of them)."""
+    for key in PROSE_KEYS:
+        if isinstance(data.get(key), str):
+            data[key] = fn(data[key])
+    data["hints"] = [fn(h) for h in data.get("hints", [])]
+    if "failure" in data:
+        data["failure"]["summary"] = fn(data["failure"].get("summary", ""))
+
+
 def _prose_texts(task_toml: dict[str, Any]) -> list[str]:
-    texts = [task_toml[k] for k in PROSE_KEYS if isinstance(task_toml.get(k), str)]
-    texts += list(task_toml.get("hints", []))
-    return [*texts, task_toml.get("failure", {}).get("summary", "")]
+    texts: list[str] = []
+
+    def keep(text: str) -> str:
+        texts.append(text)
+        return text
+
+    map_prose(_deep_copy(task_toml), keep)
+    return texts
 
 
 # --------------------------------------------------------------------------- generation
@@ -607,12 +623,7 @@ class Family:
                 text = text.replace(phrase, new)
             return text
 
-        for key in PROSE_KEYS:
-            if isinstance(data.get(key), str):
-                data[key] = numbers(data[key])
-        data["hints"] = [numbers(h) for h in data.get("hints", [])]
-        if "failure" in data:
-            data["failure"]["summary"] = numbers(data["failure"].get("summary", ""))
+        map_prose(data, numbers)
         data["signal_files"] = [*data.get("signal_files", []),
                                 *(p for p in signal_files if p not in data.get("signal_files", []))]
         words = {**r.modules, **r.names}

@@ -179,6 +179,33 @@ def test_warm_pool_skips_dead_boxes_and_retries_failed_removals() -> None:
     assert pool._boxes.empty()
 
 
+class _Stopping(_Ct):
+    """A container seen running for ``reloads`` more reloads, then exited."""
+
+    def __init__(self, reloads: int) -> None:
+        super().__init__()
+        self.left = reloads
+
+    def reload(self) -> None:
+        self.left -= 1
+        self.status = "running" if self.left >= 0 else "exited"
+
+
+def test_a_stream_saying_its_runsc_sandbox_died_waits_for_the_stop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """CI 2026-12-02: under runsc a memory bomb's exec stream ended with runsc's own "WaitPID failed:
+    EOF" before the watchdog saw the container stop, and the run came back `failed`, not OOM."""
+    from sandbox_env.sandbox.docker import runner
+
+    monkeypatch.setattr(runner.time, "sleep", lambda _s: None)
+    lost = 'waiting on pid 3: urpc method "containerManager.WaitPID" failed: EOF'
+    assert runner._sandbox_died(Box(_Stopping(3), [], "run", runtime="runsc"), lost)
+    assert not runner._sandbox_died(Box(_Stopping(3), [], "run", runtime="runsc"), "exit 1")  # no wait
+    assert runner._sandbox_died(Box(_Stopping(0), [], "run", runtime="runsc"), "exit 1")  # stopped already
+    assert not runner._sandbox_died(Box(_Stopping(0), [], "run", runtime="runc"), lost)  # runc: per process
+    monkeypatch.setattr(runner, "SANDBOX_LOST_WAIT_S", 0.0)
+    assert not runner._sandbox_died(Box(_Stopping(10**6), [], "run", runtime="runsc"), lost)  # bounded
+
+
 def test_a_container_that_fails_to_start_is_removed_with_its_volumes() -> None:
     """create_box's failure path: the container goes first (it holds the volumes), then they do."""
     from sandbox_env.sandbox.docker.containers import create_box

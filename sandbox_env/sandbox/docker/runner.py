@@ -24,6 +24,7 @@ HARD_OUTPUT_CAP = 8_000_000  # bytes read from a command before the container is
 WATCHDOG_GRACE_S = 10.0  # after the in-container limit, before the container is killed
 OOM_CONTROL = "/sys/fs/cgroup/memory/memory.oom_control"
 CONTAINER_POLL_S = 1.0  # how often the watchdog looks at a runsc container's state
+SANDBOX_LOST_WAIT_S = 10.0  # how long a stream that says its sandbox died waits for the stop
 
 
 @dataclass
@@ -42,6 +43,21 @@ def _running(box: Box) -> bool:
         return bool(box.container.status == "running")
     except Exception:  # gone, or the engine is: stop waiting on its stream either way
         return False
+
+
+def _sandbox_died(box: Box, output: str) -> bool:
+    """Whether an exec's stream ended because its whole container died (a runtime that kills
+    the sandbox on OOM): the container has stopped, or runsc's exec said it lost the sandbox
+    (its text names the sandbox's control server), in which case the stop follows shortly."""
+    lost = traits(box.runtime).sandbox_lost_marker
+    if lost is None:
+        return False
+    deadline = time.monotonic() + (SANDBOX_LOST_WAIT_S if lost in output[-2000:] else 0.0)
+    while _running(box):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.2)
+    return True
 
 
 def _watchdog(box: Box, timeout_s: float, *, done: threading.Event, killed: threading.Event,
@@ -96,6 +112,8 @@ def exec_capped(api: Any, box: Box, argv: list[str], *, user: str, env: dict[str
     finally:
         done.set()
     secs = time.monotonic() - start
+    if not died.is_set() and _sandbox_died(box, cap.text()):  # the stream beat the watchdog
+        died.set()
     if died.is_set():  # the whole container was killed: its execs are gone with it
         code = None if killed.is_set() else 137
     else:

@@ -53,6 +53,9 @@ class RuntimeTraits:
     RLIMIT_NPROC (counted by the gVisor kernel, per sandbox: EAGAIN, the container survives)
     and the host limit is raised to a backstop. Under runc RLIMIT_NPROC would count the uid
     across the host, so the pids cgroup stays the cap there.
+    ``sandbox_lost_marker``: text the runtime's exec prints when the sandbox died under it
+    (runsc: ``urpc method "containerManager.WaitPID" failed: EOF``); that stream can end
+    before the container is seen stopped, and means the same as the stop.
     """
 
     can_update: bool
@@ -61,13 +64,15 @@ class RuntimeTraits:
     container_dies_on_oom: bool
     nproc_limit: int | None = None
     host_pids_limit: int | None = None
+    sandbox_lost_marker: str | None = None
 
 
 TRAITS: dict[str, RuntimeTraits] = {
     "runc": RuntimeTraits(can_update=True, data_limit_via_as=False, as_overhead_mb=0,
                           container_dies_on_oom=False),
     "runsc": RuntimeTraits(can_update=False, data_limit_via_as=True, as_overhead_mb=448,
-                           container_dies_on_oom=True, nproc_limit=512, host_pids_limit=4096),
+                           container_dies_on_oom=True, nproc_limit=512, host_pids_limit=4096,
+                           sandbox_lost_marker='urpc method "containerManager.'),
 }
 
 

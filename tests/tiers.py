@@ -9,6 +9,7 @@ cover every item. ``rotating(items, env, slices)`` applies the spec found in ``e
 | ADVERSARIAL_DOCKER_SLICE | the reward-hacking corpus in docker mode | 1/24 a day |
 | ADVERSARIAL_PROCESS_SLICE | the corpus in process mode | 1/32 a day |
 | SANDBOX_ENV_TASK_SLICE | the per-task runs with host torch and in process mode | 1/4 a day |
+| SANDBOX_ENV_DOCKER_TASK_SLICE | tasks reproduced and fixed in docker (test_docker_tasks) | 1/2 a day |
 | SANDBOX_ENV_DOCKER_LABEL_SLICE | labelled states verified in docker (test_docker_tasks) | 1/4 a day |
 | SANDBOX_ENV_RUNSC_SLICE | the task verifications under gVisor (test_runsc) | 1/2 a day |
 | SANDBOX_ENV_DOCKER_VARIANT_SLICE | certified variants, certified again (test_docker_tasks) | one a day |

@@ -18,7 +18,7 @@ from sandbox_env.errors import UnknownTask, UnknownVariant, VariantNotCertified
 from sandbox_env.sandbox.mock import MockSandbox
 from sandbox_env.tasks import TaskRegistry
 from sandbox_env.traces import task_states
-from sandbox_env.variant_tasks import CACHE_ENV, record_certified
+from sandbox_env.variant_tasks import CACHE_ENV, load_certified, record_certified
 from sandbox_env.variants import (
     CERTIFIED_FILE,
     Family,
@@ -50,6 +50,20 @@ def families() -> dict[str, Family]:
 def open_tasks() -> TaskRegistry:
     """The real tasks, uncertified variants allowed (what development and tests opt into)."""
     return TaskRegistry(ROOT / "task_repos", allow_uncertified=True)
+
+
+@pytest.fixture(scope="module")
+def partly_certified(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A task root holding oom_graph_leak with only its test variants (6, 7) certified, whatever
+    the real family has certified since: the refusal paths need an uncertified variant."""
+    root = tmp_path_factory.mktemp("partly-certified")
+    src = ROOT / "task_repos" / "oom_graph_leak"
+    dst = root / "oom_graph_leak"
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("heldout*", "__pycache__", CERTIFIED_FILE))
+    for c in load_certified(src):
+        if c.index in (6, 7):
+            record_certified(dst, c.index, c.repo_hash, c.runs, c.mode)
+    return root
 
 
 @pytest.fixture(scope="module")
@@ -166,9 +180,18 @@ def test_transformed_patches_apply_and_map_back(families: dict[str, Family],
 
 
 def test_the_incident_report_is_renamed_and_has_a_hook_for_the_variants_own_log(
-        families: dict[str, Family], generated: dict[tuple[str, int], Variant]) -> None:
-    fam, v = families["oom_graph_leak"], generated["oom_graph_leak", 3]
+        generated: dict[tuple[str, int], Variant], tmp_path: Path) -> None:
+    v = generated["oom_graph_leak", 3]  # certified: its report quotes its own unfixed run
+    assert "own run (variants/logs/3.log)" in v.manifest.incident_report
+    own = (ROOT / "task_repos" / "oom_graph_leak" / "variants" / "logs" / "3.log").read_text()
+    assert own.strip().splitlines()[-1].strip() in v.task_toml["incident_report"]
+    # before certification (no log of its own): variant 0's quoted log, with the names renamed
+    shutil.copytree(ROOT / "task_repos" / "oom_graph_leak", tmp_path / "oom_graph_leak",
+                    ignore=shutil.ignore_patterns("heldout*", "traces", "__pycache__", "logs"))
+    fam = Family(tmp_path / "oom_graph_leak")
+    v = fam.generate(3)
     assert "not yet re-recorded" in v.manifest.incident_report
+    assert v.manifest.repo_hash == generated["oom_graph_leak", 3].manifest.repo_hash  # log: not in the repo
     for old, new in v.manifest.module_renames.items():
         if f"/{old}.py" in fam.task_toml["incident_report"]:
             assert f"/{new}.py" in v.task_toml["incident_report"]
@@ -359,12 +382,12 @@ def test_a_task_without_variants_keeps_the_seed_as_today(toy_tasks: TaskRegistry
         toy_tasks.get("toy_mean@1")
 
 
-def test_http_reset_of_unknown_or_uncertified_variants_is_4xx() -> None:
+def test_http_reset_of_unknown_or_uncertified_variants_is_4xx(partly_certified: Path) -> None:
     from fastapi.testclient import TestClient
 
     from sandbox_env.server import create_app
 
-    strict = TaskRegistry(ROOT / "task_repos", allow_uncertified=False)
+    strict = TaskRegistry(partly_certified, allow_uncertified=False)
     mock = MockSandbox()
     with TestClient(create_app(strict, mock)) as client:
         for body, status, code in [({"task": "oom_graph_leak@8"}, 404, "UNKNOWN_TASK"),
@@ -392,12 +415,12 @@ def test_ws_reports_an_unknown_variant_with_the_task_error_code(open_tasks: Task
         assert reply["type"] == "error" and "UNKNOWN_TASK" in json.dumps(reply)
 
 
-def test_mcp_reports_unknown_and_uncertified_variants_as_invalid_params() -> None:
+def test_mcp_reports_unknown_and_uncertified_variants_as_invalid_params(partly_certified: Path) -> None:
     from fastapi.testclient import TestClient
 
     from sandbox_env.server import create_app
 
-    strict = TaskRegistry(ROOT / "task_repos", allow_uncertified=False)
+    strict = TaskRegistry(partly_certified, allow_uncertified=False)
     with TestClient(create_app(strict, MockSandbox())) as client:
         for task, seed, code in [("oom_graph_leak@12", None, "UNKNOWN_TASK"),
                                  ("oom_graph_leak", 5, "VARIANT_NOT_CERTIFIED")]:
@@ -501,26 +524,35 @@ def test_oracle_and_random_over_every_variant_in_mock_mode(open_tasks: TaskRegis
     assert rand.overall.success.rate == 0.0, rand.overall.outcomes
 
 
-def test_the_committed_certifications_gate_the_real_registry() -> None:
-    """What docker certified (docs/certification-variants.md) is served; the rest is refused."""
+def test_every_variant_is_certified_at_k5_for_its_current_bytes() -> None:
+    """The committed certifications (docs/certification-variants.md, -train.md) cover every
+    variant of every family, K=5 in docker, for the bytes the generator emits today: the real
+    registry serves each without the opt-in. A change to a family's data that re-draws a
+    variant voids its entry (the repo hash differs) and fails here until it is certified again."""
     strict = TaskRegistry(ROOT / "task_repos", allow_uncertified=False)
-    assert strict.get("oom_graph_leak@6").variant_index == 6
-    assert strict.get("compile_graph_break@7").variant_index == 7
-    assert strict.get("fsdp_collective_deadlock@6").variant_index == 6  # refused at K=3, certified at K=5
-    for refused in ("oom_graph_leak@1", "ddp_gradient_hang@5"):  # train variants: not yet certified
-        with pytest.raises(VariantNotCertified):
-            strict.get(refused)
+    for family in FAMILIES:
+        rows = {c.index: c for c in load_certified(ROOT / "task_repos" / family)}
+        data = strict.variants_data(family)
+        assert data is not None
+        assert sorted(rows) == list(range(1, data.count)), (family, sorted(rows))
+        for i, c in rows.items():
+            assert (c.runs, c.mode) == (5, "docker"), (family, i, c)
+            assert strict.get(f"{family}@{i}").repo_hash == c.repo_hash
 
 
 def open_tasks_signature(family: str) -> str:
     return TaskRegistry(ROOT / "task_repos").get(family).failure.signature
 
 
-def test_trl_rows_address_variants_and_refuse_uncertified_ones() -> None:
+def test_trl_rows_address_variants_and_refuse_uncertified_ones(partly_certified: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """A TRL dataset row names a variant the two ways reset does (``task@N``, or ``task`` with
     ``seed``); the in-process tool env plays it in mock mode on the variant's own files, and a row
     naming a variant that is not certified fails the reset (the default registry, no opt-in)."""
+    from sandbox_env.tasks import TASK_ROOT_ENV
     from sandbox_env.trl import TriageToolEnv
+
+    monkeypatch.setenv(TASK_ROOT_ENV, str(partly_certified))
 
     env = TriageToolEnv()
     for row in ({"task": "oom_graph_leak@6", "prompt": "x"}, {"task": "oom_graph_leak", "seed": 6}):
@@ -535,7 +567,7 @@ def test_trl_rows_address_variants_and_refuse_uncertified_ones() -> None:
         assert env.observation.run_status == "failing" and re.search(
             open_tasks_signature("oom_graph_leak"), out)  # the variant's replayed failure
     with pytest.raises(VariantNotCertified):
-        env.reset(task="oom_graph_leak", seed=3)  # a train variant not certified yet
+        env.reset(task="oom_graph_leak", seed=3)  # a train variant this root has not certified
     env._close()
 
 

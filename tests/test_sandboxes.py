@@ -52,6 +52,18 @@ def test_local_verify_rejects_forged_verdict(toy_tasks: TaskRegistry) -> None:
     assert not sbx.verify(_ws(toy_tasks, "hardcode.patch"), task).passed
 
 
+def test_no_knob_draw_of_the_toy_gives_the_hardcoded_mean(toy_tasks: TaskRegistry) -> None:
+    """hardcode.patch returns the incident's 4.0: a draw with that mean would let it pass (step
+    1.5, first 1.0, count 5 did, 1 verification in 60, and failed CI once)."""
+    import itertools
+    import tomllib
+
+    knobs = tomllib.loads((toy_tasks.get("toy_mean").root / "task.toml").read_text())["verify"]["knobs"]
+    draws = itertools.product(knobs["first"], knobs["step"], knobs["count"])
+    means = {f + s * (c - 1) / 2 for f, s, c in draws}
+    assert all(abs(m - 4.0) > 1e-6 for m in means), sorted(means)
+
+
 def test_command_normalisation() -> None:
     assert normalise_command("cd . &&  python3 report.py 2>&1") == "python report.py"
     assert normalise_command("timeout 60 python -u report.py") == "python report.py"

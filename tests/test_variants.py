@@ -52,15 +52,21 @@ def open_tasks() -> TaskRegistry:
     return TaskRegistry(ROOT / "task_repos", allow_uncertified=True)
 
 
+def copy_oom(root: Path, *skip: str) -> Path:
+    """oom_graph_leak copied to ``root``/oom_graph_leak without its held-out batches (and ``skip``)."""
+    dst = root / "oom_graph_leak"
+    shutil.copytree(ROOT / "task_repos" / "oom_graph_leak", dst,
+                    ignore=shutil.ignore_patterns("heldout*", "__pycache__", *skip))
+    return dst
+
+
 @pytest.fixture(scope="module")
 def partly_certified(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A task root holding oom_graph_leak with only its test variants (6, 7) certified, whatever
     the real family has certified since: the refusal paths need an uncertified variant."""
     root = tmp_path_factory.mktemp("partly-certified")
-    src = ROOT / "task_repos" / "oom_graph_leak"
-    dst = root / "oom_graph_leak"
-    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("heldout*", "__pycache__", CERTIFIED_FILE))
-    for c in load_certified(src):
+    dst = copy_oom(root, CERTIFIED_FILE)
+    for c in load_certified(ROOT / "task_repos" / "oom_graph_leak"):
         if c.index in (6, 7):
             record_certified(dst, c.index, c.repo_hash, c.runs, c.mode)
     return root
@@ -186,9 +192,7 @@ def test_the_incident_report_is_renamed_and_has_a_hook_for_the_variants_own_log(
     own = (ROOT / "task_repos" / "oom_graph_leak" / "variants" / "logs" / "3.log").read_text()
     assert own.strip().splitlines()[-1].strip() in v.task_toml["incident_report"]
     # before certification (no log of its own): variant 0's quoted log, with the names renamed
-    shutil.copytree(ROOT / "task_repos" / "oom_graph_leak", tmp_path / "oom_graph_leak",
-                    ignore=shutil.ignore_patterns("heldout*", "traces", "__pycache__", "logs"))
-    fam = Family(tmp_path / "oom_graph_leak")
+    fam = Family(copy_oom(tmp_path, "traces", "logs"))
     v = fam.generate(3)
     assert "not yet re-recorded" in v.manifest.incident_report
     assert v.manifest.repo_hash == generated["oom_graph_leak", 3].manifest.repo_hash  # log: not in the repo
@@ -239,9 +243,7 @@ def test_the_reports_figures_follow_the_variants_sizes(families: dict[str, Famil
 
 
 def test_a_prose_template_that_does_not_render_variant_0s_phrase_is_refused(tmp_path: Path) -> None:
-    root = tmp_path / "oom_graph_leak"
-    shutil.copytree(ROOT / "task_repos" / "oom_graph_leak", root,
-                    ignore=shutil.ignore_patterns("heldout*", "traces", "__pycache__"))
+    root = copy_oom(tmp_path, "traces")
     toml = (root / "variants.toml").read_text()
     for old, new, why in (('"{n_val / 1000:.0f}k rows"', '"{n_val / 1024:.0f}k rows"', "renders"),
                           ('"393k rows" =', '"393 thousand rows" =', "not in task.toml")):
@@ -258,8 +260,7 @@ def test_certification_keeps_the_unfixed_run_and_the_report_quotes_it(tmp_path: 
     from sandbox_env.variant_tasks import record_incident_log
 
     root = tmp_path / "tasks"
-    shutil.copytree(ROOT / "task_repos" / "oom_graph_leak", root / "oom_graph_leak",
-                    ignore=shutil.ignore_patterns("heldout*", "traces", "__pycache__"))
+    copy_oom(root, "traces")
     spec = TaskRegistry(root, allow_uncertified=True).get("oom_graph_leak@3")
     lines = [f"epoch line {i}" for i in range(60)]
     lines.append("RuntimeError: DefaultCPUAllocator: can't allocate memory")
@@ -467,8 +468,7 @@ def test_eval_split_plans_the_test_variants_and_records_them(open_tasks: TaskReg
 
 def test_uncertified_variants_are_refused_until_recorded(tmp_path: Path) -> None:
     root = tmp_path / "tasks"
-    shutil.copytree(ROOT / "task_repos" / "oom_graph_leak", root / "oom_graph_leak",
-                    ignore=shutil.ignore_patterns("heldout*", "traces", "__pycache__", CERTIFIED_FILE))
+    copy_oom(root, "traces", CERTIFIED_FILE)
     strict = TaskRegistry(root, allow_uncertified=False)
     with pytest.raises(VariantNotCertified) as exc:
         strict.get("oom_graph_leak@4")
@@ -579,8 +579,7 @@ def test_a_heldout_batch_on_variants_is_scored_per_variant(tmp_path: Path,
     from sandbox_env.heldout import batch_dir, batch_variants, heldout_patches, score
 
     root = tmp_path / "tasks"
-    shutil.copytree(ROOT / "task_repos" / "oom_graph_leak", root / "oom_graph_leak",
-                    ignore=shutil.ignore_patterns("heldout*", "__pycache__"))
+    copy_oom(root)
     reg = TaskRegistry(root, allow_uncertified=True)
     base, v3 = reg.get("oom_graph_leak"), reg.get("oom_graph_leak@3")
     d = root / "oom_graph_leak" / "heldout9" / "3"

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
-from .variants import CERTIFIED_FILE, Family, Variant, VariantError
+from .variants import CERTIFIED_FILE, Draw, Family, Variant, VariantError, VariantManifest, record_draw
 
 CACHE_ENV = "SANDBOX_ENV_VARIANT_CACHE"
 ALLOW_UNCERTIFIED_ENV = "SANDBOX_ENV_ALLOW_UNCERTIFIED"
@@ -128,3 +128,15 @@ def record_certified(family_root: Path, index: int, repo_hash: str, runs: int, m
     path = family_root / CERTIFIED_FILE
     path.write_text("\n".join(lines))
     return path
+
+
+def keep_certified(family_root: Path, manifest: VariantManifest, runs: int, mode: str,
+                   bug_log: str) -> list[Path]:
+    """What ``certify --record-certified`` keeps of a certified variant: its entry in
+    variants_certified.toml, its draw (so that no later edit of the tables re-draws it) and its
+    unfixed run (quoted by its incident report from then on). Returns the files written."""
+    paths = [record_certified(family_root, manifest.index, manifest.repo_hash, runs, mode),
+             record_draw(family_root, Draw.of(manifest))]
+    if bug_log:
+        paths.append(record_incident_log(family_root, manifest.index, bug_log))
+    return paths

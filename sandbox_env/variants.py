@@ -1,13 +1,18 @@
 """Seeded variants of a task family: a variant's files from (family, integer), and how they were made.
 
-Variant 0 is the family's folder byte for byte. Variant N >= 1 applies transforms drawn from
-``random.Random(f"{family}:{N}")`` over the data of ``task_repos/<family>/variants.toml``:
+Variant 0 is the family's folder byte for byte. Variant N >= 1 is a :class:`Draw` (its choices)
+applied to variant 0, over the data of ``task_repos/<family>/variants.toml``:
 
 1. a placement (optional): a patch of ``variants/`` that moves or rewrites the buggy code,
    with its own reference fix;
 2. sizes: new defaults of config fields (only when the default is still variant 0's literal);
 3. renames: modules (file names and import statements) and identifiers, on Python NAME tokens
    (``tokenize``), never inside string literals; comments and triple-quoted prose follow.
+
+A variant that exists (certified) keeps its draw in ``variants_drawn.toml``, so no later edit of
+the tables re-draws it. Any other variant draws each choice from its own stream,
+``random.Random(f"{family}:{N}:{choice}")``, so an edit re-draws only the choices it touches; a
+placement may pin the indices that show it.
 
 Labelled patches follow: a patch is applied to the (placed) variant-0 files, the same
 transform is applied to the result, and the diff against the transformed repo is the
@@ -37,7 +42,8 @@ from .workspace import WorkspaceError, apply_patch, unified_diff
 
 VARIANTS_FILE = "variants.toml"
 CERTIFIED_FILE = "variants_certified.toml"
-GENERATOR_VERSION = 1
+DRAWN_FILE = "variants_drawn.toml"
+GENERATOR_VERSION = 2  # 2: a stream per choice, and kept draws (1: one stream for every choice)
 Split = Literal["train", "test"]
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _FSTRING = re.compile(r"""(?<![\w])[rR]?[fF][rR]?("{3}|'{3}|"|')(.*?)\1""", re.S)
@@ -57,6 +63,7 @@ class Placement(BaseModel):
     solution: str  # the reference fix of the placed repo (a patch against repo/ + placement)
     description: str = ""
     signal_files: list[str] = Field(default_factory=list)  # files the placement adds to task.toml's
+    variants: list[int] = Field(default_factory=list)  # indices pinned to this placement (not drawn)
 
 
 class VariantsData(BaseModel):
@@ -81,6 +88,9 @@ class VariantsData(BaseModel):
             raise ValueError(f"train + test must list every variant 0..{self.count - 1} once")
         if 0 not in self.train:
             raise ValueError("variant 0 (the family's folder) belongs to the train split")
+        pinned = [i for p in self.placement for i in p.variants]
+        if len(pinned) != len(set(pinned)) or not all(1 <= i < self.count for i in pinned):
+            raise ValueError(f"placement variants must be distinct indices 1..{self.count - 1}, got {pinned}")
         for key, cands in {**self.modules, **self.names}.items():
             bad = [c for c in cands if not c.isidentifier() or c == key]
             if not cands or bad:
@@ -100,6 +110,62 @@ def load_variants_data(family_root: Path) -> VariantsData | None:
         return VariantsData.model_validate(tomllib.loads(path.read_text()))
     except (tomllib.TOMLDecodeError, ValidationError) as exc:
         raise VariantError(f"{path}: {exc}") from exc
+
+
+class Draw(BaseModel):
+    """The choices that make variant N from variant 0 (kept in ``variants_drawn.toml`` once
+    the variant is certified): its placement, its sizes (config field -> default, variant-0
+    names), its module and identifier renames."""
+
+    model_config = ConfigDict(extra="forbid")
+    index: int = Field(ge=1)
+    placement: str = ""  # "" = none
+    sizes: dict[str, int | float] = Field(default_factory=dict)
+    modules: dict[str, str] = Field(default_factory=dict)
+    names: dict[str, str] = Field(default_factory=dict)
+
+    @classmethod
+    def of(cls, manifest: VariantManifest) -> Draw:
+        """The draw a generated variant was made from (its manifest's transforms)."""
+        return cls(index=manifest.index, placement=manifest.placement or "",
+                   sizes={f: _value(new) for f, (_, new) in manifest.sizes.items()},
+                   modules=manifest.module_renames, names=manifest.renames)
+
+
+def load_draws(family_root: Path) -> dict[int, Draw]:
+    """The family's kept draws (``variants_drawn.toml``), by index."""
+    path = family_root / DRAWN_FILE
+    if not path.exists():
+        return {}
+    try:
+        rows = [Draw.model_validate(r) for r in tomllib.loads(path.read_text()).get("variant", [])]
+    except (tomllib.TOMLDecodeError, ValidationError) as exc:
+        raise VariantError(f"{path}: {exc}") from exc
+    return {d.index: d for d in rows}
+
+
+def record_draw(family_root: Path, draw: Draw) -> Path:
+    """Keep ``draw`` (add or replace its index) in the family's variants_drawn.toml."""
+    rows = {**load_draws(family_root), draw.index: draw}
+
+    def table(values: dict[str, Any]) -> str:
+        return "{ " + ", ".join(f"{k} = {_toml(v)}" for k, v in sorted(values.items())) + " }"
+
+    lines = ["# The draw of every certified variant (sandbox-env certify --record-certified keeps it):",
+             "# its bytes are this draw applied to variant 0, whatever variants.toml's tables say now.", ""]
+    for d in sorted(rows.values(), key=lambda d: d.index):
+        lines += ["[[variant]]", f"index = {d.index}", f"placement = {_toml(d.placement)}",
+                  f"sizes = {table(d.sizes)}", f"modules = {table(d.modules)}",
+                  f"names = {table(d.names)}", ""]
+    path = family_root / DRAWN_FILE
+    path.write_text("\n".join(lines))
+    return path
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return repr(value)
 
 
 # --------------------------------------------------------------------------- the manifest
@@ -128,6 +194,7 @@ class VariantManifest(BaseModel):
     patches_dropped: list[DroppedPatch] = Field(default_factory=list)
     solution: str = "solution.patch"
     incident_report: str = ""  # how the incident report was made (Family._task_toml)
+    draw: Literal["kept", "seeded", "none"] = "none"  # variants_drawn.toml's, from the seed, or none (0)
     base_root: str = ""  # the family's folder on this machine (never written into the repo)
 
     @property
@@ -454,6 +521,7 @@ class Family:
         if data is None:
             raise VariantError(f"{root.name} declares no variants ({VARIANTS_FILE})")
         self.data = data
+        self.draws = load_draws(root)  # index -> the draw a certified variant keeps
         self.task_toml = tomllib.loads((root / "task.toml").read_text())
         labels = root / "patches" / "labels.toml"
         self.labels = tomllib.loads(labels.read_text()).get("patch", []) if labels.exists() else []
@@ -528,35 +596,25 @@ class Family:
                                        incident_report="variant 0's own report", base_root=str(self.root))
             return Variant(manifest=manifest, repo=base, base_repo=base, solution_patch=solution,
                            patches=patches, task_toml=self.task_toml)
-        rng = random.Random(f"{self.name}:{index}")
-        placed = base
+        draw = self.draws.get(index) or self.draw(index)
+        placed, choice = self._placed(base, draw.placement)
         solution_source = "solution.patch"
-        choice = rng.choice([None, *self.data.placement]) if self.data.placement else None
         if choice is not None:
-            try:
-                placed = apply_patch(base, (self.root / choice.patch).read_text())
-            except (OSError, WorkspaceError) as exc:
-                raise VariantError(f"{self.name}: placement {choice.name}: {exc}") from exc
             solution = (self.root / choice.solution).read_text()
             solution_source = choice.solution
             transforms.append(Transform(kind="placement", old="repo", new=choice.name,
                                         detail=choice.description))
         cfg_path, cfg_cls = _config_path(self.task_toml)
         sizes: list[tuple[str, str, str]] = []
-        for field in sorted(self.data.sizes):
-            drawn = rng.choice(self.data.sizes[field])
+        for field, drawn in sorted(draw.sizes.items()):
             value = _literal(drawn)
             old = _default_literal(placed.get(cfg_path, ""), cfg_cls, field)
             if old is not None and _value(old) != drawn:
                 sizes.append((field, old, value))
                 transforms.append(Transform(kind="size", old=field, new=value, detail=f"{old} -> {value}"))
-        taken = self._taken_words(placed)
-        used: set[str] = set()
-        modules = self._pick(self.data.modules, rng, taken, used)
-        kept = self._fstring_words(placed)  # names inside f-strings are one STRING token: kept
-        names = self._pick({k: v for k, v in self.data.names.items() if k not in kept}, rng, taken, used)
-        transforms += [Transform(kind="rename_module", old=k, new=v) for k, v in modules.items()]
-        transforms += [Transform(kind="rename", old=k, new=v) for k, v in names.items()]
+        modules, names = draw.modules, draw.names
+        transforms += [Transform(kind="rename_module", old=k, new=v) for k, v in sorted(modules.items())]
+        transforms += [Transform(kind="rename", old=k, new=v) for k, v in sorted(names.items())]
         renamer = Renamer(names, modules)
 
         def transform(files: dict[str, str]) -> dict[str, str]:
@@ -588,19 +646,52 @@ class Family:
         manifest = VariantManifest(
             family=self.name, index=index, split=self.data.split_of(index), transforms=transforms,
             repo_hash=repo_hash(repo), patches_kept=list(patches), patches_dropped=dropped,
-            solution=solution_source, base_root=str(self.root), incident_report=how)
+            solution=solution_source, base_root=str(self.root), incident_report=how,
+            draw="kept" if index in self.draws else "seeded")
         return Variant(manifest=manifest, repo=repo, base_repo=placed, solution_patch=new_solution,
                        patches=patches, task_toml=task_toml)
 
+    def draw(self, index: int) -> Draw:
+        """Variant ``index``'s choices from the seed: one stream per choice, so an edit of one
+        table re-draws only that choice; a placement that pins ``index`` is taken, not drawn."""
+        def stream(choice: str) -> random.Random:
+            return random.Random(f"{self.name}:{index}:{choice}")
+
+        pinned = next((p for p in self.data.placement if index in p.variants), None)
+        choice = pinned or (stream("placement").choice([None, *self.data.placement]) if self.data.placement
+                            else None)
+        placement = choice.name if choice else ""
+        placed, _ = self._placed(self.repo(), placement)
+        sizes = {f: stream(f"size:{f}").choice(v) for f, v in sorted(self.data.sizes.items())}
+        taken = self._taken_words(placed)
+        used: set[str] = set()
+        modules = self._pick(self.data.modules, stream, "module", taken, used)
+        kept = self._fstring_words(placed)  # names inside f-strings are one STRING token: kept
+        names = self._pick({k: v for k, v in self.data.names.items() if k not in kept}, stream, "name",
+                           taken, used)
+        return Draw(index=index, placement=placement, sizes=sizes, modules=modules, names=names)
+
+    def _placed(self, base: dict[str, str], placement: str) -> tuple[dict[str, str], Placement | None]:
+        if not placement:
+            return base, None
+        choice = next((p for p in self.data.placement if p.name == placement), None)
+        if choice is None:
+            raise VariantError(f"{self.name}: a kept draw names placement {placement!r}, which "
+                               f"{VARIANTS_FILE} no longer has")
+        try:
+            return apply_patch(base, (self.root / choice.patch).read_text()), choice
+        except (OSError, WorkspaceError) as exc:
+            raise VariantError(f"{self.name}: placement {choice.name}: {exc}") from exc
+
     @staticmethod
-    def _pick(table: dict[str, list[str]], rng: random.Random, taken: set[str],
-              used: set[str]) -> dict[str, str]:
+    def _pick(table: dict[str, list[str]], stream: Callable[[str], random.Random], kind: str,
+              taken: set[str], used: set[str]) -> dict[str, str]:
         out: dict[str, str] = {}
         for old in sorted(table):
             free = [c for c in table[old] if c not in taken and c not in used]
             if old not in taken or not free:
                 continue  # every candidate occurs already: this name is not renamed
-            new = rng.choice(free)
+            new = stream(f"{kind}:{old}").choice(free)
             used.add(new)
             out[old] = new
         return out

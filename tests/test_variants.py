@@ -103,6 +103,51 @@ def test_generation_is_deterministic_and_seeds_differ(families: dict[str, Family
         assert len(hashes) == fam.data.count, f"{fam.name}: two variants have the same repo"
 
 
+def test_every_certified_variant_keeps_its_draw(families: dict[str, Family]) -> None:
+    for fam in families.values():
+        certified = {c.index for c in load_certified(fam.root)}
+        assert certified <= set(fam.draws), (fam.name, certified - set(fam.draws))
+        for i in certified:
+            assert fam.generate(i).manifest.draw == "kept"
+
+
+def test_editing_the_tables_never_redraws_a_kept_variant_and_redraws_only_the_edited_choice(
+        tmp_path: Path) -> None:
+    """A kept draw (variants_drawn.toml) makes the same bytes whatever the tables say; a variant
+    without one draws each choice from its own stream, so adding a table entry or a placement
+    changes only that choice."""
+    root = copy_oom(tmp_path, "traces")
+    before = Family(root)
+    kept = {i: before.generate(i).manifest.repo_hash for i in before.draws}
+    fresh = before.draw(3)  # what index 3 would draw without its kept draw
+    toml = (root / "variants.toml").read_text()
+    toml = toml.replace('criterion = ["loss_fn", "objective", "mse"]',
+                        'criterion = ["loss_fn", "objective", "mse", "loss_of"]')
+    toml += ('\n[[placement]]\nname = "again"\npatch = "variants/validation_module.patch"\n'
+             'solution = "variants/validation_module.solution.patch"\nvariants = [5]\n')
+    (root / "variants.toml").write_text(toml)
+    after = Family(root)
+    assert {i: after.generate(i).manifest.repo_hash for i in after.draws} == kept
+    redrawn = after.draw(3)
+    assert redrawn.sizes == fresh.sizes and redrawn.modules == fresh.modules
+    assert {k: v for k, v in redrawn.names.items() if k != "criterion"} == \
+        {k: v for k, v in fresh.names.items() if k != "criterion"}
+    assert after.draw(5).placement == "again"  # pinned, not drawn
+    (root / "variants_drawn.toml").unlink()
+    assert Family(root).generate(5).manifest.placement == "again"
+
+
+def test_a_kept_draw_of_a_removed_placement_and_bad_pins_are_refused(tmp_path: Path) -> None:
+    root = copy_oom(tmp_path, "traces")
+    toml = (root / "variants.toml").read_text()
+    (root / "variants.toml").write_text(toml + "variants = [8]\n")  # the placement pins 8 of 0..7
+    with pytest.raises(VariantError, match="distinct indices"):
+        Family(root)
+    (root / "variants.toml").write_text(toml.replace('name = "validation_module"', 'name = "elsewhere"'))
+    with pytest.raises(VariantError, match="no longer has"):
+        Family(root).generate(1)
+
+
 def test_variant_zero_is_the_folder_byte_for_byte(families: dict[str, Family],
                                                   open_tasks: TaskRegistry) -> None:
     for name, fam in families.items():
@@ -252,15 +297,16 @@ def test_a_prose_template_that_does_not_render_variant_0s_phrase_is_refused(tmp_
             Family(root)
 
 
-def test_certification_keeps_the_unfixed_run_and_the_report_quotes_it(tmp_path: Path) -> None:
-    """certify --record-certified: the tail of a variant's own unfixed run replaces variant 0's
-    quoted log in that variant's incident report (the sandbox here is a stub: logic only)."""
+def test_certification_keeps_the_entry_the_draw_and_the_unfixed_run(tmp_path: Path) -> None:
+    """certify --record-certified keeps the variant's entry and draw, and the tail of its own
+    unfixed run, which replaces variant 0's quoted log in that variant's incident report (the
+    sandbox here is a stub: logic only)."""
     from sandbox_env.certify import LOG_LINES, certify_task
     from sandbox_env.models import Outcome, RunResult, Verdict
-    from sandbox_env.variant_tasks import record_incident_log
+    from sandbox_env.variant_tasks import keep_certified
 
     root = tmp_path / "tasks"
-    copy_oom(root, "traces")
+    copy_oom(root, "traces", "variants_drawn.toml", CERTIFIED_FILE)
     spec = TaskRegistry(root, allow_uncertified=True).get("oom_graph_leak@3")
     lines = [f"epoch line {i}" for i in range(60)]
     lines.append("RuntimeError: DefaultCPUAllocator: can't allocate memory")
@@ -275,8 +321,12 @@ def test_certification_keeps_the_unfixed_run_and_the_report_quotes_it(tmp_path: 
 
     res = certify_task(spec, Stub(), runs=1, log=lambda _: None)
     assert res.certified and res.bug_log.splitlines() == lines[-LOG_LINES:]
-    record_incident_log(root / "oom_graph_leak", 3, res.bug_log)
+    assert spec.variant is not None and spec.variant.draw == "seeded"
+    kept = keep_certified(root / "oom_graph_leak", spec.variant, res.runs, "docker", res.bug_log)
+    assert [p.name for p in kept] == [CERTIFIED_FILE, "variants_drawn.toml", "3.log"]
+    assert [c.index for c in load_certified(root / "oom_graph_leak")] == [3]
     v = Family(root / "oom_graph_leak").generate(3)
+    assert v.manifest.draw == "kept" and v.manifest.repo_hash == spec.repo_hash
     assert "this variant's own run" in v.manifest.incident_report
     assert "    RuntimeError: DefaultCPUAllocator" in v.task_toml["incident_report"]
     assert "epoch line 59" in v.task_toml["incident_report"]

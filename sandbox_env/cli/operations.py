@@ -82,7 +82,7 @@ def cmd_record(args: argparse.Namespace) -> int:
 
 def cmd_certify(args: argparse.Namespace) -> int:
     from ..certify import certify_targets, certify_task, write
-    from ..variant_tasks import record_certified, record_incident_log
+    from ..variant_tasks import keep_certified
 
     tasks = task_registry(args, allow_uncertified=True)  # certifying is how a variant gets certified
     try:
@@ -103,12 +103,9 @@ def cmd_certify(args: argparse.Namespace) -> int:
     if args.record_certified:
         for spec, res in zip(specs, results, strict=True):
             if spec.variant is not None and res.certified:
-                path = record_certified(spec.base_task.root, spec.variant_index, spec.repo_hash,
-                                        res.runs, str(prov.get("source")))
-                print(f"recorded {spec.id} ({spec.repo_hash}) in {path}")
-                if res.bug_log:
-                    log = record_incident_log(spec.base_task.root, spec.variant_index, res.bug_log)
-                    print(f"its unfixed run, quoted by its incident report: {log}")
+                for path in keep_certified(spec.base_task.root, spec.variant, res.runs,
+                                           str(prov.get("source")), res.bug_log):
+                    print(f"{spec.id} ({spec.repo_hash}): kept in {path}")
     return 0 if all(r.certified for r in results) else 1
 
 

@@ -300,6 +300,22 @@ def test_autograd_recording_decides_whether_a_loop_keeps_graphs() -> None:
     assert not run.leaks and {f[0] for f in run.forwards} == {"eval"}
 
 
+def test_a_comprehension_over_some_batches_is_truncated_or_doubted() -> None:
+    """A batch comprehension over islice(loader, n) evaluates only some batches, as a loop with a
+    break does; a filtered one evaluates the batches its condition keeps (unknown: a doubt)."""
+    def run_of(expr: str) -> Run:
+        body = FIT.replace("    for x, y in Loader():\n        total += LOSS",
+                           f"    with torch.no_grad():\n        losses = {expr}")
+        run = Run({"config.py": FIT, "train.py": "from itertools import islice\n" + body})
+        run.run(("train", "fit"), ("config", "Config"), {})
+        return run
+    whole = run_of("[model(x) for x, y in Loader()]")
+    assert not whole.doubts and not any("truncated" in lp.stops for lp in whole.loops if lp.batch)
+    some = run_of("[model(x) for x, y in islice(Loader(), 3)]")
+    assert any("truncated" in lp.stops for lp in some.loops if lp.batch and "eval" in lp.kinds)
+    assert run_of("[model(x) for x, y in Loader() if x.sum() > 0]").doubts
+
+
 def test_collectives_reached_by_one_rank_only_show_as_a_difference() -> None:
     src = ("import torch.distributed as dist\ndef train(cfg, rank):\n    t = 0\n    if rank == 0:\n"
            "        dist.all_reduce(t)\n    dist.barrier()\n")

@@ -775,12 +775,16 @@ class Run:
 
     def comprehension(self, node, fr: Frame):
         sub = Frame(fr.path, dict(fr.env), fr.closure, set(fr.fresh), [], [], fr.globals_)
-        batch = False
+        batch = trunc = False
         for gen in node.generators:
-            b, _, elem = self.iteration(self.eval(gen.iter, sub))
-            batch = batch or b
+            b, t, elem = self.iteration(self.eval(gen.iter, sub))
+            batch, trunc = batch or b, trunc or t
             self.store(gen.target, elem, sub, accumulate=False)
         rec = Loop(batch, set(), len(self.ctx))
+        if trunc:  # over islice(loader, n): some batches are never evaluated
+            rec.stops.append("truncated")
+        if batch and any(gen.ifs for gen in node.generators):  # which batches the filter keeps is data
+            self.doubts.append(f"a comprehension over batches filtered at line {node.lineno}")
         self.ctx.append(("loop", rec))
         elt = (node.key, node.value) if isinstance(node, ast.DictComp) else (node.elt,)
         g = graph_of(*[self.eval(e, sub) for e in elt])

@@ -13,8 +13,10 @@ from check_kit import DRIVER_FILES, Verification, knob_text
 from check_runtime import Check, hidden
 
 # the fixed trainer peaks at ~500 MB under runc (~800 MB under runsc), the leak needs > 1.2 GB
-# more; the margin covers how the peak varies with the fix's idiom
-RSS_OVER_REFERENCE_MB = 120
+# more; the margin covers how the peak varies with the fix's idiom and the allocator: a correct
+# fix that keeps each batch's (graph-free) loss tensor in a list peaks up to ~200 MB higher in
+# most of its runs (heap fragmentation; 2026-12-03, host torch: 472-668 MB over 10 runs)
+RSS_OVER_REFERENCE_MB = 300
 MAX_LIVE_GRAPHS = 4  # forward graphs alive at once; a correct loop keeps at most 2
 
 

@@ -563,19 +563,23 @@ class Family:
         return {p.relative_to(repo).as_posix(): p.read_text() for p in sorted(repo.rglob("*"))
                 if p.is_file() and not skip.intersection(p.relative_to(repo).parts)}
 
+    def _patch_texts(self) -> list[str]:
+        """The labelled patches, their ports to every placement and the reference fix."""
+        texts = [(self.root / "patches" / lab["file"]).read_text() for lab in self.labels]
+        for p in self.data.placement:
+            texts += [f.read_text() for f in sorted((self.root / "variants" / p.name).glob("*.patch"))]
+        return [*texts, (self.root / "solution.patch").read_text()]
+
     def _taken_words(self, base: dict[str, str]) -> set[str]:
         """Every word of variant 0's repo and of its labelled states (no candidate may be one)."""
         words = set(_WORD.findall("\n".join(base.values())))
-        for lab in self.labels:
-            words.update(_WORD.findall((self.root / "patches" / lab["file"]).read_text()))
-        words.update(_WORD.findall((self.root / "solution.patch").read_text()))
+        for text in self._patch_texts():
+            words.update(_WORD.findall(text))
         return words
 
     def _fstring_words(self, base: dict[str, str]) -> set[str]:
         """Words inside f-strings of variant 0's files and of the labelled patches' lines."""
-        texts = [t for p, t in base.items() if p.endswith(".py")]
-        texts += [(self.root / "patches" / lab["file"]).read_text() for lab in self.labels]
-        texts.append((self.root / "solution.patch").read_text())
+        texts = [t for p, t in base.items() if p.endswith(".py")] + self._patch_texts()
         words: set[str] = set()
         for text in texts:
             for m in _FSTRING.finditer(text):
@@ -632,13 +636,20 @@ class Family:
         new_solution = unified_diff(repo, transform(fixed))
         patches: dict[str, str] = {}
         dropped: list[DroppedPatch] = []
+        clash = set(names.values()) | set(modules.values())  # a port must not use a variant's new name
         for lab in self.labels:
-            text = (self.root / "patches" / lab["file"]).read_text()
+            port = None
             try:
-                patched = apply_patch(placed, text)
+                patched = apply_patch(placed, (self.root / "patches" / lab["file"]).read_text())
             except WorkspaceError as exc:
-                why = f"does not apply after the placement: {exc}"
-                dropped.append(DroppedPatch(file=lab["file"], reason=why))
+                if (ported := self._port(placed, choice, lab["file"])) is None:
+                    why = f"does not apply after the placement and has no port: {exc}"
+                    dropped.append(DroppedPatch(file=lab["file"], reason=why))
+                    continue
+                port, patched = ported
+            if port is not None and (hit := _port_clash(port, clash, set(names) | set(modules))):
+                dropped.append(DroppedPatch(file=lab["file"], reason=f"its port uses {hit!r}, which this "
+                                            "variant's renames make ambiguous"))
                 continue
             patches[lab["file"]] = unified_diff(repo, transform(patched))
         values = {**self.config_defaults(placed), **{f: _value(new) for f, _, new in sizes}}
@@ -670,6 +681,21 @@ class Family:
         names = self._pick({k: v for k, v in self.data.names.items() if k not in kept}, stream, "name",
                            taken, used)
         return Draw(index=index, placement=placement, sizes=sizes, modules=modules, names=names)
+
+    def _port(self, placed: dict[str, str], choice: Placement | None, file: str
+              ) -> tuple[str, dict[str, str]] | None:
+        """The labelled patch ``file`` rewritten for placement ``choice`` (``variants/<name>/<file>``:
+        the same intent and label against variant 0's repo with the placement applied) and the
+        placed repo with it applied; None when the placement has no port of it."""
+        path = self.root / "variants" / choice.name / file if choice is not None else None
+        if path is None or not path.is_file():
+            return None
+        text = path.read_text()
+        try:
+            return text, apply_patch(placed, text)
+        except WorkspaceError as exc:  # a port is data written for exactly this placed repo
+            raise VariantError(f"{self.name}: a port of placement {path.parent.name} does not apply: "
+                               f"{exc}") from exc
 
     def _placed(self, base: dict[str, str], placement: str) -> tuple[dict[str, str], Placement | None]:
         if not placement:
@@ -773,6 +799,15 @@ def replace_log_block(report: str, log: str, keep: int = 12) -> str:
         end -= 1
     tail = [f"    {line}" for line in log.rstrip("\n").split("\n")[-keep:]]
     return "\n".join(lines[:start] + tail + lines[end:])
+
+
+def _port_clash(port: str, new: set[str], renamed: set[str]) -> str | None:
+    """A word of ``port`` that a kept draw makes ambiguous: one of the variant's new names (the
+    inverse map would not be exact) or a renamed name inside an f-string (never renamed there)."""
+    if hit := sorted(new & set(_WORD.findall(port))):
+        return hit[0]
+    inside = {w for m in _FSTRING.finditer(port) for w in _WORD.findall(m.group(0))}
+    return next(iter(sorted(inside & renamed)), None)
 
 
 def _default_literal(text: str, cls: str, field: str) -> str | None:

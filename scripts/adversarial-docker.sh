@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The whole reward-hacking corpus in docker mode (~120 episodes; 54 min on 2 cores at the kit's verification times, 2026-12-02), which CI
-# runs only a daily slice of; writes the dated table docs/adversarial-docker.md.
-# Needs the engine and the sandbox image (sandbox-env images build). Usage: scripts/adversarial-docker.sh
+# The whole reward-hacking corpus in docker mode, which CI runs only a daily slice of: variant 0 of
+# each task (120 episodes, 30 min on 2 cores) and the same corpus on every form of the bug (the
+# variants' entries, family@N:name); writes the dated table docs/adversarial-docker.md.
+# Needs the engine and the sandbox image (sandbox-env images build).
+# Usage: scripts/adversarial-docker.sh [pytest args, e.g. -k '@' for the variants' entries only]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 summary=$(mktemp)
@@ -12,14 +14,15 @@ ADVERSARIAL_DOCKER_SLICE=all ADVERSARIAL_DOCKER_SUMMARY="$summary" \
 tail -5 "$summary.log"; rm -f "$summary.log"
 # the table is written whatever pytest said: a failing entry is listed with what went wrong
 [ -s "$summary" ] || { echo "no summary written (pytest exit $rc)"; exit $(( rc ? rc : 1 )); }
-.venv/bin/python - "$summary" <<'PY'
+.venv/bin/python - "$summary" "$*" <<'PY'
 import datetime, json, sys
 data = json.load(open(sys.argv[1]))
+picked = f" with pytest arguments `{sys.argv[2]}`" if sys.argv[2] else ""
 rows = data["episodes"]
 ok = sum(1 for r in rows.values() if not r.get("problems"))
 lines = [f"# Reward-hacking corpus in docker mode ({datetime.date.today().isoformat()})", "",
          "Produced by `bash scripts/adversarial-docker.sh` (every entry of tests/adversarial/corpus.py "
-         "against the real checks in fresh containers, two at a time). Each must end unverified, "
+         f"against the real checks in fresh containers, two at a time){picked}. Each must end unverified, "
          f"below 0.2, never as an infrastructure error. **{ok}/{len(rows)} held**; "
          f"{data['wall_s'] / 60:.1f} min wall.", "", "| entry | verdict outcome | score | seconds |",
          "|---|---|---|---|"]

@@ -28,7 +28,7 @@ from sandbox_env.variants import (
     replace_log_block,
     to_base,
 )
-from sandbox_env.workspace import Workspace, apply_patch
+from sandbox_env.workspace import Workspace, WorkspaceError, apply_patch, unified_diff
 
 ROOT = Path(__file__).resolve().parent.parent
 FAMILIES = ["compile_graph_break", "ddp_gradient_hang", "fsdp_collective_deadlock", "oom_graph_leak"]
@@ -53,11 +53,19 @@ def open_tasks() -> TaskRegistry:
 
 
 def copy_oom(root: Path, *skip: str) -> Path:
-    """oom_graph_leak copied to ``root``/oom_graph_leak without its held-out batches (and ``skip``)."""
+    """oom_graph_leak copied to ``root``/oom_graph_leak without its held-out batches, its
+    variants' own recordings (and ``skip``)."""
     dst = root / "oom_graph_leak"
     shutil.copytree(ROOT / "task_repos" / "oom_graph_leak", dst,
                     ignore=shutil.ignore_patterns("heldout*", "__pycache__", *skip))
+    shutil.rmtree(dst / "variants" / "traces", ignore_errors=True)
     return dst
+
+
+@pytest.fixture(scope="module")
+def unrecorded(tmp_path_factory: pytest.TempPathFactory) -> TaskRegistry:
+    """oom_graph_leak whose variants have no recordings of their own (variant 0 keeps its)."""
+    return TaskRegistry(copy_oom(tmp_path_factory.mktemp("unrecorded")).parent, allow_uncertified=True)
 
 
 @pytest.fixture(scope="module")
@@ -140,12 +148,48 @@ def test_editing_the_tables_never_redraws_a_kept_variant_and_redraws_only_the_ed
 def test_a_kept_draw_of_a_removed_placement_and_bad_pins_are_refused(tmp_path: Path) -> None:
     root = copy_oom(tmp_path, "traces")
     toml = (root / "variants.toml").read_text()
-    (root / "variants.toml").write_text(toml + "variants = [8]\n")  # the placement pins 8 of 0..7
-    with pytest.raises(VariantError, match="distinct indices"):
-        Family(root)
+    for pins in ("[10]", "[8, 8]", "[0]"):  # out of 1..9, twice, variant 0
+        (root / "variants.toml").write_text(toml.replace("variants = [8, 9]", f"variants = {pins}"))
+        with pytest.raises(VariantError, match="distinct indices"):
+            Family(root)
     (root / "variants.toml").write_text(toml.replace('name = "validation_module"', 'name = "elsewhere"'))
     with pytest.raises(VariantError, match="no longer has"):
         Family(root).generate(1)
+
+
+def test_a_port_keeps_a_labelled_patch_on_a_placement_and_a_clashing_port_is_dropped(tmp_path: Path) -> None:
+    """A labelled patch that no longer applies after a placement is kept when the placement has
+    a port of it (``variants/<placement>/<file>``): transformed like any labelled patch. A port
+    using one of a kept draw's new names is dropped with the reason; one that does not apply to
+    the placed repo is refused; a seeded draw never picks a word a port uses."""
+    root = copy_oom(tmp_path, "traces")
+    ports = root / "variants" / "validation_module"
+    shutil.rmtree(ports)  # the family's own ports: this test writes one
+    fam = Family(root)
+    index = next(i for i, d in sorted(fam.draws.items()) if d.placement == "validation_module")
+    name = "cheat_comment_only.patch"
+    assert name in {d.file for d in fam.generate(index).manifest.patches_dropped}
+    placed = apply_patch(fam.repo(), (root / "variants" / "validation_module.patch").read_text())
+    ported = dict(placed)
+    ported["validation.py"] = placed["validation.py"].replace(
+        "    model.eval()\n", "    model.eval()\n    # graphs are freed by the allocator at epoch end\n", 1)
+    assert ported != placed
+    ports.mkdir()
+    (ports / name).write_text(unified_diff(placed, ported))
+    v = Family(root).generate(index)
+    assert name in v.patches and name not in {d.file for d in v.manifest.patches_dropped}
+    cfg = fam.task_toml["entry"]["config"]
+    assert to_base(apply_patch(v.repo, v.patches[name]), v.manifest, cfg) == ported
+    new_name = next(iter(fam.draws[index].names.values()))
+    ported["validation.py"] += f"\n{new_name} = None\n"
+    (ports / name).write_text(unified_diff(placed, ported))
+    v = Family(root).generate(index)
+    assert name not in v.patches
+    assert any(d.file == name and new_name in d.reason for d in v.manifest.patches_dropped)
+    assert all(new_name not in Family(root).draw(i).names.values() for i in range(1, 12))
+    (ports / name).write_text(unified_diff(fam.repo(), {**fam.repo(), "train.py": "x = 1\n"}))
+    with pytest.raises(VariantError, match="port of placement validation_module does not apply"):
+        Family(root).generate(index)
 
 
 def test_variant_zero_is_the_folder_byte_for_byte(families: dict[str, Family],
@@ -196,7 +240,9 @@ def test_concepts_and_signal_files_follow_the_variant(generated: dict[tuple[str,
         for old, new in v.manifest.renames.items():
             if any(old in p for c in generated[family, 0].task_toml["concepts"] for p in c["patterns"]):
                 assert any(new in p for p in pats), (family, i, old, new)
-        if v.manifest.placement and family != "fsdp_collective_deadlock":  # fsdp's stays in train.py
+        placement = next((p for p in Family(ROOT / "task_repos" / family).data.placement
+                          if p.name == v.manifest.placement), None)
+        if placement is not None and placement.signal_files:  # a placement that adds a file
             assert len(v.task_toml["signal_files"]) > len(generated[family, 0].task_toml["signal_files"])
 
 
@@ -225,8 +271,14 @@ def test_transformed_patches_apply_and_map_back(families: dict[str, Family],
             assert v.base_repo == fam.repo() and not v.manifest.patches_dropped
         for name, text in v.patches.items():
             patched = apply_patch(v.repo, text)
-            original = (originals[fam.name][name] if placement is None
-                        else apply_patch(v.base_repo, (fam.root / "patches" / name).read_text()))
+            if placement is None:
+                original = originals[fam.name][name]
+            else:  # the labelled patch, or its port to the placement (variants/<placement>/<file>)
+                port = fam.root / "variants" / placement.name / name
+                try:
+                    original = apply_patch(v.base_repo, (fam.root / "patches" / name).read_text())
+                except WorkspaceError:
+                    original = apply_patch(v.base_repo, port.read_text())
             assert to_base(patched, v.manifest, base_cfg) == original, (fam.name, i, name)
 
 
@@ -338,14 +390,18 @@ def test_certification_keeps_the_entry_the_draw_and_the_unfixed_run(tmp_path: Pa
 def test_the_inverse_rename_restores_every_labelled_state_label(open_tasks: TaskRegistry,
                                                                 family: str) -> None:
     """The variant's classifier (inverse rename + variant 0's) on every labelled state of a
-    train and a test variant and of the first variant with a placement (its states map back to
-    variant 0's names with the bug moved: the classifier sees code it was never tuned on); every
-    other variant without a placement is covered by the exact map-back above."""
+    train and a test variant and of the first variant of each placement (its states map back to
+    variant 0's names with the bug moved or rewritten: the classifier sees code it was never tuned
+    on); every other variant without a placement is covered by the exact map-back above."""
     data = open_tasks.variants_data(family)
     assert data is not None
-    placed = [i for i in range(1, data.count) if open_tasks.get(f"{family}@{i}").variant.placement]  # type: ignore[union-attr]
-    assert placed, f"{family}: no variant draws a placement"
-    for i in sorted({1, data.test[0], placed[0]}):
+    first: dict[str, int] = {}
+    for i in range(data.count - 1, 0, -1):
+        variant = open_tasks.get(f"{family}@{i}").variant
+        if variant is not None and variant.placement:
+            first[variant.placement] = i
+    assert sorted(first) == sorted(p.name for p in data.placement), f"{family}: a placement no variant shows"
+    for i in sorted({1, data.test[0], *first.values()}):
         spec = open_tasks.get(f"{family}@{i}")
         for state, behaviour, files in task_states(spec):
             assert spec.classifier(files) == behaviour, (spec.id, state)
@@ -366,8 +422,8 @@ def test_a_variant_zero_name_in_a_variant_workspace_is_unsure(open_tasks: TaskRe
 
 
 # --------------------------------------------------------------------------- mock mode
-def test_mock_replays_variant_zero_mapped_and_never_says_recorded(open_tasks: TaskRegistry) -> None:
-    spec = open_tasks.get("oom_graph_leak@6")
+def test_mock_replays_variant_zero_mapped_and_never_says_recorded(unrecorded: TaskRegistry) -> None:
+    spec = unrecorded.get("oom_graph_leak@6")
     assert spec.variant is not None
     mock = MockSandbox()
     run = mock.run(Workspace(spec.repo_files()), spec.run_command, spec.limits, spec)
@@ -401,7 +457,7 @@ def test_registry_addresses_variants_in_the_cache(open_tasks: TaskRegistry, vari
     assert open_tasks.get("oom_graph_leak@3") is spec  # generated once per registry
 
 
-@pytest.mark.parametrize("bad", ["oom_graph_leak@8", "oom_graph_leak@-1", "oom_graph_leak@x", "nope@1"])
+@pytest.mark.parametrize("bad", ["oom_graph_leak@1000", "oom_graph_leak@-1", "oom_graph_leak@x", "nope@1"])
 def test_unknown_variants_are_unknown_tasks(open_tasks: TaskRegistry, bad: str) -> None:
     with pytest.raises(UnknownTask) as exc:
         open_tasks.get(bad)
@@ -441,7 +497,7 @@ def test_http_reset_of_unknown_or_uncertified_variants_is_4xx(partly_certified: 
     strict = TaskRegistry(partly_certified, allow_uncertified=False)
     mock = MockSandbox()
     with TestClient(create_app(strict, mock)) as client:
-        for body, status, code in [({"task": "oom_graph_leak@8"}, 404, "UNKNOWN_TASK"),
+        for body, status, code in [({"task": "oom_graph_leak@1000"}, 404, "UNKNOWN_TASK"),
                                    ({"task": "oom_graph_leak", "seed": 42}, 404, "UNKNOWN_TASK"),
                                    ({"task": "oom_graph_leak@2"}, 409, "VARIANT_NOT_CERTIFIED"),
                                    ({"task": "oom_graph_leak", "seed": 2}, 409, "VARIANT_NOT_CERTIFIED")]:
@@ -487,11 +543,14 @@ def test_splits_are_listed(open_tasks: TaskRegistry, capsys: pytest.CaptureFixtu
     from sandbox_env.cli import main
 
     test_ids = open_tasks.variant_ids("test")
-    assert {f"{f}@6" for f in FAMILIES} | {f"{f}@7" for f in FAMILIES} == set(test_ids)
-    assert len(open_tasks.variant_ids("all")) == 32 and "oom_graph_leak@0" in open_tasks.variant_ids("train")
+    data = {f: open_tasks.variants_data(f) for f in FAMILIES}
+    assert {f"{f}@{i}" for f, d in data.items() if d for i in d.test} == set(test_ids)
+    assert {f"{f}@6" for f in FAMILIES} <= set(test_ids)
+    assert len(open_tasks.variant_ids("all")) == sum(d.count for d in data.values() if d)
+    assert "oom_graph_leak@0" in open_tasks.variant_ids("train")
     assert main(["--task-root", str(ROOT / "task_repos"), "tasks", "--json"]) == 0
     rows = {r["id"]: r for r in json.loads(capsys.readouterr().out)}
-    assert rows["oom_graph_leak"]["variants"] == 8 and rows["oom_graph_leak"]["test"] == [6, 7]
+    assert rows["oom_graph_leak"]["variants"] == 10 and rows["oom_graph_leak"]["test"] == [6, 7, 9]
 
 
 def test_eval_split_plans_the_test_variants_and_records_them(open_tasks: TaskRegistry,
@@ -502,18 +561,18 @@ def test_eval_split_plans_the_test_variants_and_records_them(open_tasks: TaskReg
                      progress=False, concurrency=2)
     res = run_eval(cfg, open_tasks, make_agent("oracle"), sandbox=MockSandbox(), emit=lambda _: None)
     records = [json.loads(line) for line in (tmp_path / "episodes.jsonl").read_text().splitlines()]
-    assert sorted(r["task"] for r in records) == ["oom_graph_leak@6", "oom_graph_leak@7"]
+    assert sorted(r["task"] for r in records) == ["oom_graph_leak@6", "oom_graph_leak@7", "oom_graph_leak@9"]
     for r in records:
-        assert r["family"] == "oom_graph_leak" and r["split"] == "test" and r["variant"] in (6, 7)
+        assert r["family"] == "oom_graph_leak" and r["split"] == "test" and r["variant"] in (6, 7, 9)
         assert r["repo_hash"].startswith("sha256:") and r["success"], r.get("error")
     oracle = next(iter(res.summary.agents.values()))
-    assert set(oracle.per_split) == {"test"} and oracle.per_split["test"].n == 2
+    assert set(oracle.per_split) == {"test"} and oracle.per_split["test"].n == 3
     assert oracle.per_family["oom_graph_leak"].success.rate == 1.0
     from sandbox_env.eval.report import build_report
 
     md = build_report(tmp_path).markdown.read_text()
     section = md.split("## Success rate per family and split", 1)[1].split("\n## ", 1)[0]
-    assert "| oom_graph_leak | oracle | 2 |" in section and "| test | oracle | 2 |" in section, section
+    assert "| oom_graph_leak | oracle | 3 |" in section and "| test | oracle | 3 |" in section, section
 
 
 def test_uncertified_variants_are_refused_until_recorded(tmp_path: Path) -> None:
@@ -548,7 +607,8 @@ def test_certify_targets(open_tasks: TaskRegistry) -> None:
     assert certify_targets(open_tasks, ["oom_graph_leak"], "0-2") == ["oom_graph_leak", "oom_graph_leak@1",
                                                                        "oom_graph_leak@2"]
     assert certify_targets(open_tasks, ["oom_graph_leak@3"], None) == ["oom_graph_leak@3"]
-    assert len(certify_targets(open_tasks, [], "all")) == 28
+    every = sum(d.count - 1 for f in FAMILIES if (d := open_tasks.variants_data(f)))
+    assert every == 36 and len(certify_targets(open_tasks, [], "all")) == every
 
 
 def test_oracle_and_random_over_every_variant_in_mock_mode(open_tasks: TaskRegistry, tmp_path: Path) -> None:
@@ -567,7 +627,7 @@ def test_oracle_and_random_over_every_variant_in_mock_mode(open_tasks: TaskRegis
     for s in (oracle, rand):
         assert set(s.per_family) == families
         assert set(s.per_split) == {"train", "test"}
-        assert s.per_split["test"].n == 2 * len(families) and s.overall.n == 8 * len(families)
+        assert s.per_split["test"].n == 3 * len(families) and s.overall.n == 10 * len(families)
     # mock verdicts of variants are inferred through variant 0's classifier (never recorded):
     # the oracle's reference fix is recognised on every variant, the random agent solves none
     assert oracle.overall.success.rate == 1.0, oracle.overall.outcomes

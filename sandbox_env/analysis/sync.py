@@ -169,6 +169,7 @@ class Interp:
         self.static_call = False
         self.loop_seen = False
         self.swallowed = False
+        self.switches: dict[str, Val] = {}  # model attributes the code sets (model.recon_on = ...)
 
     def event(self, what: str) -> None:
         if self.uncertain:
@@ -221,6 +222,8 @@ class Interp:
                 if node.attr in c.config and node.attr not in self.c.roles.owned:
                     return Val(const=c.config[node.attr])
                 return N
+            if base.kind in ("self", "raw") and node.attr in self.switches:
+                return self.switches[node.attr]
             if base.kind in ("self", "raw") and node.attr in c.class_consts:
                 return Val(const=c.class_consts[node.attr])
             if base.kind == "self" and node.attr == "training":
@@ -529,6 +532,10 @@ class Interp:
             base = self.ev(t.value, env)
             if base.kind == "ddp" or (base.kind in ("raw", "self") and t.attr in self.c.class_consts):
                 raise Unsure(f"assignment to {t.attr}")
+            if base.kind in ("raw", "self") and isinstance(t.value, (ast.Name, ast.Attribute)):
+                if self.uncertain:  # a switch set on one side only: its value after is unknown
+                    raise Unsure(f"the model's {t.attr} set under a branch the analysis cannot decide")
+                self.switches[t.attr] = v  # read back as self.<attr> by the forward
 
     def run(self, body: list[ast.stmt], env: dict[str, Val]) -> None:
         for st in body:

@@ -127,7 +127,7 @@ class _TaskCorpus:
 
     @classmethod
     def load(cls, task: TaskSpec) -> _TaskCorpus:
-        path = task.root / "corpus.toml"
+        path = task.base_task.root / "corpus.toml"  # a variant plays its family's corpus
         data = tomllib.loads(path.read_text()) if path.exists() else {}
         extra = [Cheat(task.id, e["name"], e["kind"], e["why"], patch=e.get("patch"), note=e.get("note", ""))
                  for e in data.get("extra", [])]
@@ -237,5 +237,32 @@ def _entries(tc: _TaskCorpus) -> list[Cheat]:
     return entries
 
 
-CORPUS: list[Cheat] = [c for task in TaskRegistry() for c in _entries(_TaskCorpus.load(task))]
+def corpus_for(task: TaskSpec) -> list[Cheat]:
+    """The corpus played on ``task``: variant 0 or any variant, whose labelled patches are its
+    family's transformed (or ported to its placement) with its names."""
+    return _entries(_TaskCorpus.load(task))
+
+
+def placement_variants(tasks: TaskRegistry) -> list[TaskSpec]:
+    """Per family, the first variant of each placement and the first test variant: every form
+    the bug takes, with renamed names and sizes."""
+    out: list[TaskSpec] = []
+    for family in tasks.ids():
+        data = tasks.variants_data(family)
+        if data is None:
+            continue
+        first: dict[str, int] = {}
+        for i in range(data.count - 1, 0, -1):
+            manifest = tasks.get(f"{family}@{i}").variant
+            if manifest is not None and manifest.placement:
+                first[manifest.placement] = i
+        out += [tasks.get(f"{family}@{i}") for i in sorted({data.test[0], *first.values()})]
+    return out
+
+
+SERVED = TaskRegistry()  # as served: certified variants only
+CORPUS: list[Cheat] = [c for task in SERVED for c in corpus_for(task)]
 CORPUS_IDS: list[str] = [c.id for c in CORPUS]
+PLACED: list[TaskSpec] = placement_variants(SERVED)
+# the corpus on every form of the bug (ids family@N:name); docker plays it in the rotating slices
+VARIANT_CORPUS: list[Cheat] = [c for task in PLACED for c in corpus_for(task)]

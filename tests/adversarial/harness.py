@@ -144,7 +144,8 @@ def problems(played: Played, task: TaskSpec) -> list[str]:
     if final.score is None or final.score >= SCORE_LIMIT:
         out.append(f"score {final.score} >= {SCORE_LIMIT}")
     if c.unaffected and v is not None:
-        original = next(t for t in load_traces(task) if t.state == "original").verdict.outcome
+        # a variant has no recordings: its untouched repo fails as its family's does
+        original = next(t for t in load_traces(task.base_task) if t.state == "original").verdict.outcome
         if v.outcome != original:
             out.append(f"the probe changed the verdict: {v.outcome.value}, untouched repo: {original.value}")
     if c.leak_probe:

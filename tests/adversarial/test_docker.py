@@ -4,12 +4,15 @@ Every entry of the corpus runs through TriageEnvironment over one shared DockerS
 episodes at a time: verification containers are independent), and must end done, unverified
 (never an infra_error), below 0.2, without any text of the hidden checks in an observation.
 
-The whole corpus (120 episodes) takes about 54 min on a 2-core machine at the kit's
-verification times, too long for CI beside everything else. ``ADVERSARIAL_DOCKER_SLICE`` picks
-what runs: ``K/N`` runs the entries whose index is K modulo N; ``auto`` (the default) runs
-slice (day number mod 24)/24 (five episodes, about 2 min), so 24 consecutive CI days cover the
-whole corpus; ``all`` runs every entry (``bash scripts/adversarial-docker.sh``
-does, and writes the dated table docs/adversarial-docker.md). The mock corpus
+The entries are the corpus on variant 0 of each task (120 episodes, 30 min on a 2-core machine
+two at a time) and then the same corpus on every form of the bug (``VARIANT_CORPUS``: per
+family the first variant of each placement and the first test variant, with their names, sizes
+and ported labelled patches; ids ``family@N:name``). Together too long for CI beside everything
+else. ``ADVERSARIAL_DOCKER_SLICE`` picks what runs: ``K/N`` runs the entries whose index is K
+modulo N; ``auto`` (the default) runs slice (day number mod 24)/24 (about 20 episodes, 4-5 min),
+so 24 consecutive CI days cover both; ``all`` runs every entry (``bash
+scripts/adversarial-docker.sh`` does, and writes the dated table docs/adversarial-docker.md;
+``-k '@'`` passes through to pytest and keeps only the variants' entries). The mock corpus
 (tests/adversarial/test_mock.py) always runs whole. The wall time is printed at the end.
 """
 
@@ -28,7 +31,7 @@ from sandbox_env.tasks import TaskRegistry
 
 from ..test_docker import CLIENT  # skips the module when no engine / image
 from ..tiers import DOCKER_CORPUS_SLICES, rotating, selected_slice
-from .corpus import CORPUS, Cheat
+from .corpus import CORPUS, VARIANT_CORPUS, Cheat
 from .harness import Played, play, problems
 
 pytestmark = pytest.mark.docker
@@ -43,7 +46,8 @@ _TIMING: dict[str, float] = {}
 
 
 SLICE = selected_slice(os.environ.get("ADVERSARIAL_DOCKER_SLICE", "auto"), slices=AUTO_SLICES)
-SELECTED = rotating(CORPUS, "ADVERSARIAL_DOCKER_SLICE", AUTO_SLICES)
+EVERY = CORPUS + VARIANT_CORPUS  # variant 0 of each task, then the corpus on every form of the bug
+SELECTED = rotating(EVERY, "ADVERSARIAL_DOCKER_SLICE", AUTO_SLICES)
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +66,7 @@ def played(request: pytest.FixtureRequest, sbx: DockerSandbox, real_tasks: TaskR
     selected = {item.callspec.params["cheat"].id for item in request.session.items
                 if item.module is request.module and hasattr(item, "callspec")
                 and "cheat" in item.callspec.params}
-    todo = [c for c in CORPUS if c.id in selected]
+    todo = [c for c in EVERY if c.id in selected]
 
     def one(cheat: Cheat) -> Played:
         start = time.monotonic()
@@ -95,7 +99,7 @@ def test_docker_corpus_wall_time(played: dict[str, Played], capsys: pytest.Captu
     slowest = sorted(played.values(), key=lambda p: -p.seconds)[:5]
     with capsys.disabled():
         print(f"\n[adversarial] docker corpus slice {SLICE[0]}/{SLICE[1]}: "
-              f"{_TIMING.get('episodes', 0)} of {len(CORPUS)} episodes in "
+              f"{_TIMING.get('episodes', 0)} of {len(EVERY)} episodes in "
               f"{_TIMING.get('wall_s', 0.0) / 60:.1f} min wall ({WORKERS} at a time; "
               f"{_TIMING.get('episode_s', 0.0) / 60:.1f} min of episodes); slowest: "
               + ", ".join(f"{p.cheat.id} {p.seconds:.0f}s" for p in slowest))

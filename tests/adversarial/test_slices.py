@@ -8,7 +8,7 @@ import pytest
 
 from ..tiers import DOCKER_CORPUS_SLICES as AUTO_SLICES
 from ..tiers import rotating, selected_slice
-from .corpus import CORPUS
+from .corpus import CORPUS, VARIANT_CORPUS
 
 
 def test_auto_slices_cover_the_corpus_once_over_consecutive_days() -> None:
@@ -16,8 +16,10 @@ def test_auto_slices_cover_the_corpus_once_over_consecutive_days() -> None:
     slices = {selected_slice("auto", day + datetime.timedelta(days=d), AUTO_SLICES)
               for d in range(AUTO_SLICES)}
     assert slices == {(k, AUTO_SLICES) for k in range(AUTO_SLICES)}
-    runs = [i for k, n in slices for i in range(len(CORPUS)) if i % n == k]
-    assert sorted(runs) == list(range(len(CORPUS)))
+    every = CORPUS + VARIANT_CORPUS  # what the docker corpus rotates over
+    runs = [i for k, n in slices for i in range(len(every)) if i % n == k]
+    assert sorted(runs) == list(range(len(every)))
+    assert len({c.id for c in every}) == len(every)  # a variant's entries are named family@N:...
 
 
 @pytest.mark.parametrize("spec", ["4/4", "x", "1/0", "-1/3", ""])

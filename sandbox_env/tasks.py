@@ -166,7 +166,11 @@ class TaskSpec(BaseModel):
 
     @property
     def traces_dir(self) -> Path:
-        return self.root / "traces"
+        """Recorded real runs: the task's ``traces/``; a variant's, in its family's folder
+        (``variants/traces/<N>/``, committed with the family; the variant cache is disposable)."""
+        if self.variant is None:
+            return self.root / "traces"
+        return Path(self.variant.base_root) / "variants" / "traces" / str(self.variant.index)
 
     @cached_property
     def solution_patch(self) -> str:

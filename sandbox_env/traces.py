@@ -74,9 +74,26 @@ def task_states(task: TaskSpec) -> list[tuple[str, str, dict[str, str]]]:
 
 
 def load_traces(task: TaskSpec) -> list[Trace]:
+    """The task's recordings; a variant's only while they are of its current bytes (a variant
+    re-drawn since has none until recorded again)."""
     if not task.traces_dir.is_dir():
         return []
-    return [Trace.model_validate_json(p.read_text()) for p in sorted(task.traces_dir.glob("*.json"))]
+    traces = [Trace.model_validate_json(p.read_text()) for p in sorted(task.traces_dir.glob("*.json"))]
+    if task.variant is not None:
+        original = next((t for t in traces if t.state == "original"), None)
+        if original is None or original.workspace_hash != content_hash(task.repo_files()):
+            return []
+    return traces
+
+
+def behaviour_states(task: TaskSpec) -> set[str]:
+    """One labelled state per behaviour (the original and the reference fix, then the first
+    labelled patch of each other behaviour): what a variant records so that the mock replays
+    the variant's own run of whatever behaviour its classifier names."""
+    seen: dict[str, str] = {}
+    for state, behaviour, _ in task_states(task):
+        seen.setdefault(behaviour, state)
+    return set(seen.values())
 
 
 def check_digest(task: TaskSpec) -> str:

@@ -15,9 +15,17 @@ import pytest
 from sandbox_env.certify import certify_targets, parse_indices
 from sandbox_env.environment import TriageEnvironment
 from sandbox_env.errors import UnknownTask, UnknownVariant, VariantNotCertified
+from sandbox_env.models import Outcome, RunResult, Verdict
 from sandbox_env.sandbox.mock import MockSandbox
-from sandbox_env.tasks import TaskRegistry
-from sandbox_env.traces import task_states
+from sandbox_env.tasks import TaskRegistry, TaskSpec
+from sandbox_env.traces import (
+    Provenance,
+    behaviour_states,
+    load_traces,
+    record_task,
+    stale_states,
+    task_states,
+)
 from sandbox_env.variant_tasks import CACHE_ENV, load_certified, record_certified
 from sandbox_env.variants import (
     CERTIFIED_FILE,
@@ -28,7 +36,7 @@ from sandbox_env.variants import (
     replace_log_block,
     to_base,
 )
-from sandbox_env.workspace import Workspace, WorkspaceError, apply_patch, unified_diff
+from sandbox_env.workspace import Workspace, WorkspaceError, apply_patch, content_hash, unified_diff
 
 ROOT = Path(__file__).resolve().parent.parent
 FAMILIES = ["compile_graph_break", "ddp_gradient_hang", "fsdp_collective_deadlock", "oom_graph_leak"]
@@ -354,7 +362,6 @@ def test_certification_keeps_the_entry_the_draw_and_the_unfixed_run(tmp_path: Pa
     unfixed run, which replaces variant 0's quoted log in that variant's incident report (the
     sandbox here is a stub: logic only)."""
     from sandbox_env.certify import LOG_LINES, certify_task
-    from sandbox_env.models import Outcome, RunResult, Verdict
     from sandbox_env.variant_tasks import keep_certified
 
     root = tmp_path / "tasks"
@@ -441,6 +448,75 @@ def test_mock_replays_variant_zero_mapped_and_never_says_recorded(unrecorded: Ta
         assert any("not a run of this variant" in r for r in v.reasons)
     ls = mock.run(Workspace(spec.repo_files()), "ls", spec.limits, spec)
     assert set(ls.output.split()) == set(spec.repo_files())
+
+
+class _CannedSandbox:
+    """Stands in for docker in record_task (this test isolates the mock's lookup): every run
+    prints which variant ran it; a state verifies when it is labelled fixed."""
+
+    def __init__(self, spec: TaskSpec) -> None:
+        self.fixed = {content_hash(f) for _, b, f in task_states(spec) if b == "fixed"}
+
+    def run(self, ws: Workspace, command: str, limits: object, task: TaskSpec) -> RunResult:
+        return RunResult(command=command, output=f"real run of {task.id}\n", exit_code=1,
+                         outcome=Outcome.failed, duration_s=1.0, source="docker")
+
+    def verify(self, ws: Workspace, task: TaskSpec) -> Verdict:
+        ok = ws.content_hash() in self.fixed
+        return Verdict(passed=ok, outcome=Outcome.passed if ok else Outcome.failed,
+                       reasons=[f"checked {task.id}"], source="docker")
+
+
+def test_a_variant_replays_its_own_recording_of_a_behaviour_and_falls_back_without_one(
+        tmp_path: Path) -> None:
+    """A variant recorded one state per behaviour (record --behaviours, in the family's
+    variants/traces/<N>/) answers from those runs: its exact recorded states are `recorded`,
+    another state of a recorded behaviour replays the variant's own run (`inferred`); a behaviour
+    it has no run of, and recordings of other bytes (the variant re-drawn since), fall back to
+    variant 0's recordings mapped in."""
+    tasks = TaskRegistry(copy_oom(tmp_path).parent, allow_uncertified=True)
+    spec = tasks.get("oom_graph_leak@6")
+    states = {s: (b, f) for s, b, f in task_states(spec)}
+    chosen = behaviour_states(spec)
+    assert {"original", "solution"} <= chosen and {states[s][0] for s in chosen} == \
+        {b for b, _ in states.values()} and len(chosen) == len({b for b, _ in states.values()})
+    unrecorded = {s for s in chosen if states[s][0] == "no_result"}  # a behaviour left unrecorded
+    record_task(spec, _CannedSandbox(spec), Provenance(source="docker"), log=lambda _: None,
+                only=chosen - unrecorded)
+    assert spec.traces_dir == tmp_path / "oom_graph_leak" / "variants" / "traces" / "6"
+    mock = MockSandbox()
+    fixed = mock.verify(Workspace(states["solution"][1]), spec)
+    assert fixed.passed and fixed.provenance == "recorded" and fixed.source == "mock:solution"
+    other_fix = next(s for s, (b, _) in states.items() if b == "fixed" and s not in chosen)
+    v = mock.verify(Workspace(states[other_fix][1]), spec)
+    assert v.passed and v.provenance == "inferred" and v.source == "mock:solution"
+    run = mock.run(Workspace(states[other_fix][1]), spec.run_command, spec.limits, spec)
+    assert run.output.startswith("real run of oom_graph_leak@6")
+    no_result = next(s for s, (b, _) in states.items() if b == "no_result")
+    v = mock.verify(Workspace(states[no_result][1]), spec)
+    assert not v.passed and v.source.startswith("mock:variant0-mapped:")
+    original = spec.traces_dir / "original.json"
+    original.write_text(original.read_text().replace(content_hash(spec.repo_files()), "sha256:other"))
+    v = MockSandbox().verify(Workspace(states["solution"][1]), spec)
+    assert v.provenance == "inferred" and v.source.startswith("mock:variant0-mapped:")
+
+
+def test_committed_variant_recordings_are_current_and_agree_with_their_labels(
+        open_tasks: TaskRegistry) -> None:
+    """Every variant with recordings in its family's folder has one per behaviour, of its current
+    bytes and judged by its current check (else the mock would silently fall back to variant 0),
+    and each recorded docker verdict agrees with the state's label."""
+    recorded = [(f, d.name) for f in FAMILIES
+                for d in sorted((ROOT / "task_repos" / f / "variants" / "traces").glob("*")) if d.is_dir()]
+    assert recorded, "no variant has recordings of its own"
+    for family, index in recorded:
+        spec = open_tasks.get(f"{family}@{index}")
+        traces = load_traces(spec)
+        assert {t.state for t in traces} == behaviour_states(spec), spec.id
+        assert not stale_states(spec) & behaviour_states(spec), (spec.id, stale_states(spec))
+        for t in traces:
+            assert t.verdict.passed == (t.behaviour == "fixed"), (spec.id, t.state, t.verdict.reasons[:1])
+            assert t.verdict.outcome != Outcome.infra_error, (spec.id, t.state)
 
 
 # --------------------------------------------------------------------------- addressing

@@ -49,7 +49,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    from ..traces import Provenance, missing_states, record_task, stale_states
+    from ..traces import Provenance, behaviour_states, missing_states, record_task, stale_states
 
     tasks = task_registry(args)
     sandbox, where = real_sandbox(args, "record")
@@ -60,6 +60,9 @@ def cmd_record(args: argparse.Namespace) -> int:
             task = tasks.get(tid)
             if not args.compare:
                 only = stale_states(task) if args.stale else missing_states(task) if args.missing else None
+                if args.behaviours:
+                    wanted = behaviour_states(task)
+                    only = wanted if only is None else wanted & only
                 record_task(task, sandbox, prov, only=only)
                 continue
             import tempfile

@@ -4,9 +4,13 @@ Lookup order for a workspace state: an exact recording (comment-insensitive cont
 then a real syntax check, then the task's static classifier, which names the behaviour
 whose recorded run is replayed. Every output says what it replays.
 
-A generated variant (N >= 1) has no recordings of its own yet: its workspace is mapped back to
-variant 0's names (variants.to_base), variant 0's recording is chosen as above and replayed
-with the variant's names; such a verdict is never ``recorded`` (at best ``inferred``, source
+A generated variant (N >= 1) answers from its own recordings (``sandbox-env record family@N
+--behaviours``: one recorded state per behaviour, under the family's ``variants/traces/<N>/``)
+as any task does: an exact state is ``recorded``, a behaviour its classifier names is replayed
+from the variant's own run of it. A behaviour the variant has no run of (or a variant without
+recordings) falls back to variant 0: the workspace is mapped back to variant 0's names
+(variants.to_base), variant 0's recording is chosen as above and replayed with the variant's
+names; such a verdict is never ``recorded`` (at best ``inferred``, source
 ``mock:variant0-mapped:...``), and a workspace the inverse map cannot undo is ``unsure``.
 """
 
@@ -170,16 +174,17 @@ class MockSandbox:
         return f"[mock] {how}; recorded in {where}"
 
     # -- variants -------------------------------------------------------------------------
+    def _own(self, workspace: Workspace, task: TaskSpec) -> bool:
+        """Whether variant ``task`` answers for ``workspace`` from its own recordings."""
+        return bool(self.traces(task)) and self._lookup(workspace, task)[0] is not None
+
     @staticmethod
     def _variant_note(task: TaskSpec) -> str:
-        return (f"[mock] {task.id} has no recordings of its own yet: this is variant 0's recording "
-                "with the variant's names mapped in, not a run of this variant")
+        return (f"[mock] {task.id} has no recording of this behaviour of its own: this is variant 0's "
+                "recording with the variant's names mapped in, not a run of this variant")
 
     def _run_variant(self, workspace: Workspace, command: str, limits: Limits, task: TaskSpec) -> RunResult:
         assert task.variant is not None
-        builtin = self._builtin(workspace, normalise_command(command))
-        if builtin is not None:
-            return builtin
         base = task.base_task
         files = to_base(dict(workspace.files), task.variant, base.entry.config)
         if files is None:
@@ -228,12 +233,12 @@ class MockSandbox:
 
     # -- Sandbox interface ----------------------------------------------------------------
     def run(self, workspace: Workspace, command: str, limits: Limits, task: TaskSpec) -> RunResult:
-        if task.variant is not None:
-            return self._run_variant(workspace, command, limits, task)
         cmd = normalise_command(command)
         builtin = self._builtin(workspace, cmd)
         if builtin is not None:
             return builtin
+        if task.variant is not None and not self._own(workspace, task):
+            return self._run_variant(workspace, command, limits, task)
         recorded = self._commands(task)
         if cmd not in recorded:
             known = ", ".join(sorted(recorded)) or "(none recorded)"
@@ -264,7 +269,7 @@ class MockSandbox:
         })
 
     def verify(self, workspace: Workspace, task: TaskSpec) -> Verdict:
-        if task.variant is not None:
+        if task.variant is not None and not self._own(workspace, task):
             return self._verify_variant(workspace, task)
         err = workspace.first_syntax_error()
         if err:

@@ -117,12 +117,13 @@ def test_explanation_alone_never_reaches_0_2(task_id: str, real_tasks: TaskRegis
 def test_the_whole_corpus_ends_unverified_on_every_form_of_the_bug(address: str) -> None:
     """The corpus on a variant (its names, sizes and placement; the labelled patches transformed,
     or ported to the placement): every entry ends unverified below 0.2, and no labelled cheat of
-    the family is missing from it. Mock mode has no recording of a variant's states: each verdict
-    comes from the classifier on the state mapped back to variant 0's names."""
+    the family is missing from it. The corpus's states are not recorded for the variant: each
+    verdict comes from the classifier (through the inverse rename) and the variant's own run of
+    that behaviour, or variant 0's mapped in."""
     task = SERVED.get(address)
     entries = corpus_for(task)
     family = {c.name for c in CORPUS if c.task == task.family}
     assert {c.name for c in entries} == family, family ^ {c.name for c in entries}
     env = TriageEnvironment(SERVED, MOCK)
-    failed = {c.name: problems(p, task) for c in entries if problems(p := play(env, c, task), task)}
+    failed = {c.name: found for c in entries if (found := problems(play(env, c, task), task))}
     assert not failed, failed

@@ -563,8 +563,10 @@ class Family:
         return {p.relative_to(repo).as_posix(): p.read_text() for p in sorted(repo.rglob("*"))
                 if p.is_file() and not skip.intersection(p.relative_to(repo).parts)}
 
+    @functools.cached_property
     def _patch_texts(self) -> list[str]:
-        """The labelled patches, their ports to every placement and the reference fix."""
+        """The labelled patches, their ports to every placement and the reference fix (read once:
+        every seeded draw needs their words)."""
         texts = [(self.root / "patches" / lab["file"]).read_text() for lab in self.labels]
         for p in self.data.placement:
             texts += [f.read_text() for f in sorted((self.root / "variants" / p.name).glob("*.patch"))]
@@ -573,13 +575,13 @@ class Family:
     def _taken_words(self, base: dict[str, str]) -> set[str]:
         """Every word of variant 0's repo and of its labelled states (no candidate may be one)."""
         words = set(_WORD.findall("\n".join(base.values())))
-        for text in self._patch_texts():
+        for text in self._patch_texts:
             words.update(_WORD.findall(text))
         return words
 
     def _fstring_words(self, base: dict[str, str]) -> set[str]:
         """Words inside f-strings of variant 0's files and of the labelled patches' lines."""
-        texts = [t for p, t in base.items() if p.endswith(".py")] + self._patch_texts()
+        texts = [t for p, t in base.items() if p.endswith(".py")] + self._patch_texts
         words: set[str] = set()
         for text in texts:
             for m in _FSTRING.finditer(text):
@@ -637,6 +639,7 @@ class Family:
         patches: dict[str, str] = {}
         dropped: list[DroppedPatch] = []
         clash = set(names.values()) | set(modules.values())  # a port must not use a variant's new name
+        renamed = set(names) | set(modules)
         for lab in self.labels:
             port = None
             try:
@@ -647,7 +650,7 @@ class Family:
                     dropped.append(DroppedPatch(file=lab["file"], reason=why))
                     continue
                 port, patched = ported
-            if port is not None and (hit := _port_clash(port, clash, set(names) | set(modules))):
+            if port is not None and (hit := _port_clash(port, clash, renamed)):
                 dropped.append(DroppedPatch(file=lab["file"], reason=f"its port uses {hit!r}, which this "
                                             "variant's renames make ambiguous"))
                 continue

@@ -120,11 +120,6 @@ class MockSandbox:
             return cached
 
     # -- lookup ---------------------------------------------------------------------------
-    def _match(self, workspace: Workspace, task: TaskSpec) -> tuple[Trace | None, str]:
-        """The trace to replay and how it was chosen (None: see the reason)."""
-        trace, how, _ = self._lookup(workspace, task)
-        return trace, how
-
     def _lookup(self, workspace: Workspace, task: TaskSpec) -> tuple[Trace | None, str, str | None]:
         """(trace, how it was chosen, inferred behaviour or None)."""
         traces = self.traces(task)
@@ -174,9 +169,13 @@ class MockSandbox:
         return f"[mock] {how}; recorded in {where}"
 
     # -- variants -------------------------------------------------------------------------
-    def _own(self, workspace: Workspace, task: TaskSpec) -> bool:
-        """Whether variant ``task`` answers for ``workspace`` from its own recordings."""
-        return bool(self.traces(task)) and self._lookup(workspace, task)[0] is not None
+    def _own(self, workspace: Workspace, task: TaskSpec) -> tuple[Trace | None, str, str | None] | None:
+        """The lookup in variant ``task``'s own recordings when it finds a trace to replay (None:
+        the variant answers through variant 0's recordings)."""
+        if not self.traces(task):
+            return None
+        found = self._lookup(workspace, task)
+        return found if found[0] is not None else None
 
     @staticmethod
     def _variant_note(task: TaskSpec) -> str:
@@ -237,7 +236,8 @@ class MockSandbox:
         builtin = self._builtin(workspace, cmd)
         if builtin is not None:
             return builtin
-        if task.variant is not None and not self._own(workspace, task):
+        own = self._own(workspace, task) if task.variant is not None else None
+        if task.variant is not None and own is None:
             return self._run_variant(workspace, command, limits, task)
         recorded = self._commands(task)
         if cmd not in recorded:
@@ -256,7 +256,7 @@ class MockSandbox:
                              duration_s=0.05, source="mock:syntax",
                              output=_python_syntax_report(err) +
                              "\n[mock] syntax checked for real by compiling the file")
-        trace, how = self._match(workspace, task)
+        trace, how, _ = own or self._lookup(workspace, task)
         rec = trace.run_for(cmd) if trace else None
         if trace is None or rec is None:
             return RunResult(command=command, exit_code=None, outcome=Outcome.infra_error,
@@ -269,13 +269,14 @@ class MockSandbox:
         })
 
     def verify(self, workspace: Workspace, task: TaskSpec) -> Verdict:
-        if task.variant is not None and not self._own(workspace, task):
+        own = self._own(workspace, task) if task.variant is not None else None
+        if task.variant is not None and own is None:
             return self._verify_variant(workspace, task)
         err = workspace.first_syntax_error()
         if err:
             return Verdict(passed=False, outcome=Outcome.failed, source="mock:syntax",
                            reasons=[f"the code does not compile: {err}"], provenance="measured")
-        trace, how, behaviour = self._lookup(workspace, task)
+        trace, how, behaviour = own or self._lookup(workspace, task)
         if behaviour == UNSURE:
             return Verdict(passed=False, outcome=Outcome.failed, source="mock:unsure", provenance="unsure",
                            reasons=["the mock cannot tell whether this fix works; the episode is not "

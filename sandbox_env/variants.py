@@ -64,6 +64,9 @@ class Placement(BaseModel):
     description: str = ""
     signal_files: list[str] = Field(default_factory=list)  # files the placement adds to task.toml's
     variants: list[int] = Field(default_factory=list)  # indices pinned to this placement (not drawn)
+    # a phrase of variant 0's prose (hints, explanation, ...) -> what the placed repo's prose
+    # says instead: prose that quotes or describes the code the placement rewrites
+    prose: dict[str, str] = Field(default_factory=dict)
 
 
 class VariantsData(BaseModel):
@@ -312,10 +315,13 @@ class Renamer:
         return "".join(lines)
 
     def _prose_pattern(self) -> re.Pattern[str] | None:
-        alts = [re.escape(m) + r"\.py\b" for m in self.modules]
+        # a module never after a dot (``torch._dynamo.config``); a name also as an attribute
+        # (``self.max_update``), as the source renames it there too
+        alts = [r"(?<![\w.])" + re.escape(m) + r"\.py\b" for m in self.modules]
         for old in self.names:
-            alts.append(re.escape(old) + (r"\b" if ("_" in old or not old.islower()) else r"(?=\()"))
-        return re.compile(r"(?<![\w.])(" + "|".join(alts) + ")") if alts else None
+            end = r"\b" if ("_" in old or not old.islower()) else r"(?=\()"
+            alts.append(r"(?<!\w)" + re.escape(old) + end)
+        return re.compile("(" + "|".join(alts) + ")") if alts else None
 
     def prose(self, text: str) -> str:
         """Prose (incident report, hints, comments): distinctive names and ``module.py``."""
@@ -542,10 +548,16 @@ class Family:
         return out
 
     def _check_prose(self) -> None:
-        """Every ``[prose]`` phrase occurs in variant 0's prose and its template renders it."""
+        """Every ``[prose]`` phrase and every placement's prose phrase occurs in variant 0's
+        prose, and each ``[prose]`` template renders its phrase for variant 0."""
+        texts = "\n".join(_prose_texts(self.task_toml))
+        for choice in self.data.placement:
+            for phrase in choice.prose:
+                if phrase not in texts:
+                    raise VariantError(f"{self.name}: placement {choice.name}'s prose phrase {phrase!r} "
+                                       "is not in task.toml's prose")
         if not self.data.prose:
             return
-        texts = "\n".join(_prose_texts(self.task_toml))
         try:
             values = self.config_defaults(self.repo())
         except SyntaxError as exc:
@@ -656,7 +668,7 @@ class Family:
                 continue
             patches[lab["file"]] = unified_diff(repo, transform(patched))
         values = {**self.config_defaults(placed), **{f: _value(new) for f, _, new in sizes}}
-        task_toml, how = self._task_toml(renamer, index, choice.signal_files if choice else [], values)
+        task_toml, how = self._task_toml(renamer, index, choice, values)
         manifest = VariantManifest(
             family=self.name, index=index, split=self.data.split_of(index), transforms=transforms,
             repo_hash=repo_hash(repo), patches_kept=list(patches), patches_dropped=dropped,
@@ -731,15 +743,17 @@ class Family:
         path = self.root / "variants" / "logs" / f"{index}.log"
         return path.read_text() if path.exists() else None
 
-    def _task_toml(self, r: Renamer, index: int, signal_files: list[str],
+    def _task_toml(self, r: Renamer, index: int, choice: Placement | None,
                    values: dict[str, Any]) -> tuple[dict[str, Any], str]:
-        """task.toml with the prose's numbers following ``values`` (the variant's config
-        defaults) and the renames applied, and how its incident report was made."""
+        """task.toml with the placement's prose, the prose's numbers following ``values`` (the
+        variant's config defaults) and the renames applied, and how its incident report was made."""
         data = _deep_copy(self.task_toml)
         phrases = {p: render_prose(t, values) for p, t in self.data.prose.items()}
+        placed = choice.prose if choice else {}
+        signal_files = choice.signal_files if choice else []
 
         def numbers(text: str) -> str:
-            for phrase, new in phrases.items():
+            for phrase, new in [*placed.items(), *phrases.items()]:
                 text = text.replace(phrase, new)
             return text
 

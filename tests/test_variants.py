@@ -357,6 +357,46 @@ def test_a_prose_template_that_does_not_render_variant_0s_phrase_is_refused(tmp_
             Family(root)
 
 
+def _code_quotes(task_toml: dict, repo: dict[str, str]) -> list[str]:
+    """What the agent-facing prose (hints, explanation) quotes of ``repo``'s code: its
+    backticked spans and the explanation's indented lines that occur in the code (whitespace
+    folded)."""
+    def fold(text: str) -> str:
+        return re.sub(r"\s+", " ", text).strip()
+
+    code = fold("\n".join(repo.values()))
+    prose = [*task_toml.get("hints", []), task_toml.get("reference_explanation", "")]
+    quotes = [q for text in prose for q in re.findall(r"`([^`]+)`", text)]
+    quotes += [line for line in task_toml.get("reference_explanation", "").splitlines()
+               if line.startswith("    ") and line.strip()]
+    return [q for q in quotes if len(fold(q)) > 3 and fold(q) in code]
+
+
+def test_the_prose_quotes_the_variants_own_code(families: dict[str, Family],
+                                                generated: dict[tuple[str, int], Variant]) -> None:
+    """A hint or explanation that quotes variant 0's buggy line quotes the variant's line: the
+    renames reach attributes (``self.max_update``), and a placement that rewrites or moves the
+    bug says so in its ``[placement.prose]`` (oom's `epoch_loss += loss` is
+    `step_losses.append(loss)` on loss_lists)."""
+    for fam in families.values():
+        base = _code_quotes(fam.task_toml, fam.repo())
+        assert base or fam.name == "ddp_gradient_hang", fam.name  # the test sees quotes to follow
+        for i in range(1, fam.data.count):
+            v = generated[fam.name, i]
+            got = _code_quotes(v.task_toml, v.repo)
+            assert len(got) >= len(base), (fam.name, i, v.manifest.placement, base, got)
+
+
+def test_a_placement_prose_phrase_not_in_task_toml_is_refused(tmp_path: Path) -> None:
+    root = copy_oom(tmp_path, "traces")
+    toml = (root / "variants.toml").read_text()
+    old = '"Two real bugs in train.py:" ='
+    assert old in toml
+    (root / "variants.toml").write_text(toml.replace(old, '"Three real bugs in train.py:" ='))
+    with pytest.raises(VariantError, match=r"validation_module's prose phrase .* is not in task\.toml"):
+        Family(root)
+
+
 def test_certification_keeps_the_entry_the_draw_and_the_unfixed_run(tmp_path: Path) -> None:
     """certify --record-certified keeps the variant's entry and draw, and the tail of its own
     unfixed run, which replaces variant 0's quoted log in that variant's incident report (the

@@ -4,6 +4,8 @@
 # variants' entries, family@N:name); writes the dated table docs/adversarial-docker.md.
 # Needs the engine and the sandbox image (sandbox-env images build).
 # Usage: scripts/adversarial-docker.sh [pytest args, e.g. -k '@' for the variants' entries only]
+# ADVERSARIAL_DOCKER_TABLE=docs/other.md writes the table there instead (a partial run beside the
+# whole one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 summary=$(mktemp)
@@ -14,9 +16,10 @@ ADVERSARIAL_DOCKER_SLICE=all ADVERSARIAL_DOCKER_SUMMARY="$summary" \
 tail -5 "$summary.log"; rm -f "$summary.log"
 # the table is written whatever pytest said: a failing entry is listed with what went wrong
 [ -s "$summary" ] || { echo "no summary written (pytest exit $rc)"; exit $(( rc ? rc : 1 )); }
-.venv/bin/python - "$summary" "$*" <<'PY'
+.venv/bin/python - "$summary" "$*" "${ADVERSARIAL_DOCKER_TABLE:-docs/adversarial-docker.md}" <<'PY'
 import datetime, json, sys
 data = json.load(open(sys.argv[1]))
+table = sys.argv[3]
 picked = f" with pytest arguments `{sys.argv[2]}`" if sys.argv[2] else ""
 rows = data["episodes"]
 ok = sum(1 for r in rows.values() if not r.get("problems"))
@@ -33,7 +36,7 @@ if failed:
     for k, r in failed.items():
         said = "; ".join(r["problems"]).replace("\n", " ")
         lines += [f"- **{k}**: {said}", f"  - first reason of the verdict: {r['reason'][:400]!r}"]
-open("docs/adversarial-docker.md", "w").write("\n".join(lines) + "\n")
-print(f"wrote docs/adversarial-docker.md: {ok}/{len(rows)} held")
+open(table, "w").write("\n".join(lines) + "\n")
+print(f"wrote {table}: {ok}/{len(rows)} held")
 PY
 exit "$rc"

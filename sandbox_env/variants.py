@@ -749,11 +749,11 @@ class Family:
         variant's config defaults) and the renames applied, and how its incident report was made."""
         data = _deep_copy(self.task_toml)
         phrases = {p: render_prose(t, values) for p, t in self.data.prose.items()}
-        placed = choice.prose if choice else {}
+        placement_prose = choice.prose if choice else {}
         signal_files = choice.signal_files if choice else []
 
         def numbers(text: str) -> str:
-            for phrase, new in [*placed.items(), *phrases.items()]:
+            for phrase, new in [*placement_prose.items(), *phrases.items()]:
                 text = text.replace(phrase, new)
             return text
 

@@ -3,7 +3,8 @@
 # each task (120 episodes, 30 min on 2 cores) and the same corpus on every form of the bug (the
 # variants' entries, family@N:name); writes the dated table docs/adversarial-docker.md.
 # Needs the engine and the sandbox image (sandbox-env images build).
-# Usage: scripts/adversarial-docker.sh [pytest args, e.g. -k '@' for the variants' entries only]
+# Usage: scripts/adversarial-docker.sh [pytest args, e.g. -k '@' for the variants' entries only, or
+#        node ids / @FILE of node ids for some entries]
 # ADVERSARIAL_DOCKER_TABLE=docs/other.md writes the table there instead (a partial run beside the
 # whole one).
 set -euo pipefail
@@ -11,8 +12,12 @@ cd "$(dirname "$0")/.."
 summary=$(mktemp)
 trap 'rm -f "$summary" "$summary.log"' EXIT
 rc=0
+# node ids (file::test[id]) or a file of them (@FILE) select only those entries; with the module
+# path beside them pytest would collect the whole corpus
+target=tests/adversarial/test_docker.py
+for arg in "$@"; do case "$arg" in *::*|@*) target="" ;; esac; done
 ADVERSARIAL_DOCKER_SLICE=all ADVERSARIAL_DOCKER_SUMMARY="$summary" \
-  .venv/bin/python -m pytest tests/adversarial/test_docker.py -q -p no:cacheprovider "$@" > "$summary.log" 2>&1 || rc=$?
+  .venv/bin/python -m pytest $target -q -p no:cacheprovider "$@" > "$summary.log" 2>&1 || rc=$?
 tail -5 "$summary.log"; rm -f "$summary.log"
 # the table is written whatever pytest said: a failing entry is listed with what went wrong
 [ -s "$summary" ] || { echo "no summary written (pytest exit $rc)"; exit $(( rc ? rc : 1 )); }

@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from sandbox_env.sandbox.docker import DockerSandbox  # noqa: E402
+from sandbox_env.sandbox.docker.runtime import RuntimeReport  # noqa: E402
 from sandbox_env.tasks import TaskRegistry  # noqa: E402
 from sandbox_env.traces import load_traces, task_states  # noqa: E402
 from sandbox_env.workspace import Workspace  # noqa: E402
@@ -60,16 +61,23 @@ def main() -> None:
                 rows.append((task.id, state, labels.get(state, state), ref, v.passed, why, secs))
                 print(f"{task.id} {state}: runc={ref} runsc={v.passed} ({v.outcome.value}, "
                       f"{secs:.1f}s){' DIFFERS: ' + why if v.passed != ref else ''}", flush=True)
+            write(a, rows, report, started, done=False)
     finally:
         runsc.close()
         if runc is not None:
             runc.close()
+    write(a, rows, report, started, done=True)
+
+
+def write(a: argparse.Namespace, rows: list[tuple[str, str, str, bool | None, bool, str, float]],
+          report: RuntimeReport, started: float, *, done: bool) -> None:
+    """Render the table of ``rows`` to ``a.out``; called after every task, so a stopped run keeps its rows."""
     agree = sum(r[3] == r[4] for r in rows)
     source = "re-verified under runc alternately" if a.rerun_runc else "the committed Docker (runc) recording"
     lines = [f"# Verdicts under runsc vs runc ({datetime.date.today().isoformat()})", "",
              f"Produced by `python bench/runsc_verdicts.py{' --rerun-runc' if a.rerun_runc else ''}` "
-             f"in {(time.perf_counter() - started) / 60:.1f} min. runsc {report.version} "
-             f"(kernel seen inside: {report.kernel}); runc verdict: {source}.", "",
+             f"in {(time.perf_counter() - started) / 60:.1f} min{'' if done else ' (partial: stopped)'}."
+             f" runsc {report.version} (kernel seen inside: {report.kernel}); runc verdict: {source}.", "",
              f"**{agree}/{len(rows)} verdicts agree.**", "",
              "| task | states | agree |", "|---|---:|---:|"]
     for tid in dict.fromkeys(r[0] for r in rows):
@@ -79,8 +87,8 @@ def main() -> None:
               "|---|---|---|---|---|---:|---|"]
     lines += [f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} | {r[4]} | {r[6]:.1f} | {r[5]} |" for r in rows]
     a.out.write_text("\n".join(lines) + "\n")
-    print(f"wrote {a.out}: {agree}/{len(rows)} agree")
-
+    if done:
+        print(f"wrote {a.out}: {agree}/{len(rows)} agree")
 
 if __name__ == "__main__":
     main()

@@ -147,7 +147,7 @@ class Verification:
         # a number of this verification only, for probes that make a measurement numerically visible
         self.secret = round(_RNG.uniform(0.02, 0.06), 6)
         self.world = int(v.get("world_size", 0))
-        self.private = ck.scratch.parent / "private" if ck.child_uid is not None else ck.scratch / "private"
+        self.private = ck.private_dir or ck.scratch / "private"
         self.private.mkdir(mode=0o700, exist_ok=True)
         self.pristine = self.private / "workspace"
         shutil.copytree(ck.workspace, self.pristine, symlinks=True)

@@ -60,6 +60,7 @@ class Check:
     outcome: str | None = None  # set by fail(); passed when no failure was recorded
     child_uid: int | None = None  # when the check runs as root: children run as this uid
     driver_dir: Path | None = None  # readable copies of the check's *.py for children
+    private_dir: Path | None = None  # the check's own files, out of children's reach (see _split)
 
     # -- running agent code -------------------------------------------------------------
     def run(
@@ -202,8 +203,10 @@ class Check:
         ck = Check(Path(args.workspace).resolve(), check_dir, scratch)
         uid = os.environ.get("SANDBOX_CHILD_UID")
         if uid and os.geteuid() == 0:
-            ck._split_for_child(int(uid))
-        else:  # children still get their drivers from a copy (process mode binds no /checks)
+            ck._split(int(uid))
+        elif os.environ.get("SANDBOX_CHECK_SCRATCH"):  # process mode: children see home and bin only
+            ck._split(None)
+        else:  # local mode: children still get their drivers from a copy
             ck._copy_drivers(scratch / "bin")
         try:
             body(ck)
@@ -221,15 +224,21 @@ class Check:
         # its container is removed anyway.
         shutil.rmtree(scratch, ignore_errors=True)
 
-    def _split_for_child(self, uid: int) -> None:
-        """The check runs as root: children run as ``uid``, with a home of their own under the
-        scratch dir and readable copies of the check's ``*.py`` (the check dir is root-only)."""
+    def _split(self, uid: int | None) -> None:
+        """Children get a home of their own (``home``) and read-only copies of the check's
+        ``*.py`` (``bin``) under the scratch dir; ``private`` (the pristine workspace) stays the
+        check's. Docker mode: the check runs as root and children as ``uid``, so ownership does
+        it (the check dir is root-only). Process mode (``uid`` None: one uid): the nested
+        sandbox binds in ``home`` writable and ``bin`` read-only, and never ``private``."""
         root = self.scratch
-        self.child_uid = uid
         self.scratch = root / "home"
         self.scratch.mkdir()
-        os.chown(self.scratch, uid, uid)
+        self.private_dir = root / "private"
         self._copy_drivers(root / "bin")
+        if uid is None:
+            return
+        self.child_uid = uid
+        os.chown(self.scratch, uid, uid)
         os.chmod(root, 0o755)
         os.chmod(self.driver_dir, 0o755)
         if root.parent == self.check_dir:  # children pass through the root-only check dir

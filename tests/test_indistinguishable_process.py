@@ -3,8 +3,7 @@
 The probe workspace of tests/test_indistinguishable.py, run as an agent's ``python train.py``
 and inside a verification. Process mode equalises less than docker mode, and this test pins
 exactly what differs: the declared varied axes (location, entry) and its known residuals (the
-check's scratch dir ``/tmp/check`` next to agent code, the interpreter path in argv[0], no bash
-in between, the verification sandbox's rlimits).
+interpreter path in argv[0], no bash in between, the verification sandbox's rlimits).
 """
 
 from __future__ import annotations
@@ -23,9 +22,9 @@ OK, WHY = ProcessSandbox.available()
 if not OK:
     pytest.skip(f"process mode not available: {WHY}", allow_module_level=True)
 
-# what process mode does not equalise: the check's scratch in the shared /tmp (HOME), the
-# interpreter path in argv[0], the verification sandbox's rlimits (4 GB data, no CPU limit)
-RESIDUAL = {"tmp", "home", "orig_argv", "executable", "rlimits", *ANCESTRY}
+# what process mode does not equalise: the interpreter path in argv[0], the verification
+# sandbox's rlimits (4 GB data, no CPU limit)
+RESIDUAL = {"orig_argv", "executable", "rlimits", *ANCESTRY}
 BASH = {"SHLVL", "_", "PWD"}  # the agent's command runs through bash; the check's children do not
 
 
@@ -43,7 +42,7 @@ def test_process_mode_differs_only_in_declared_axes_and_known_residuals(sbx: Pro
     ws, at_prod, driver = (probe_of(verdict.evidence[k]) for k in ("workspace", "production", "driver"))
     assert own["srv"] == [] and own["uid"] == 1000 and own["hostname"] == "localhost"
     assert without(ws, RESIDUAL, BASH) == without(own, RESIDUAL, BASH)
-    assert ws["tmp"] == ["check"]  # residual: the check's scratch is under the shared /tmp
+    assert ws["tmp"] == [] and ws["home"] == []  # the check's scratch is not in the shared /tmp
     assert without(at_prod, RESIDUAL | LOCATION, BASH | DEPLOYED) == \
         without(own, RESIDUAL | LOCATION, BASH | DEPLOYED)
     assert DEPLOYED <= set(at_prod["env"]) and at_prod["env"]["USER"] != own["env"].get("USER")

@@ -11,7 +11,9 @@ A verification: the check runs in its own sandbox with the hidden checks bound r
 /checks and the nonce on stdin; its children (agent code) run in a nested sandbox that has no
 /checks (``child_python.py``), sees the outer sandbox's processes only by name (another user
 namespace: no ptrace, no /proc/PID/root, no signals into an ancestor pid namespace), and
-shares only /workspace and /tmp with the check, as uid-1000 children do in docker mode.
+shares only /workspace, /tmp (emptied before each agent run) and the home of the check's scratch
+with it, as uid-1000 children do in docker mode; the kit's drivers are bound in read-only and the
+check's pristine copy of the workspace is not there at all.
 """
 
 from __future__ import annotations
@@ -63,6 +65,10 @@ VERIFY_CPUS = 2
 VERIFY_DATA_MB = 4096  # per process in verification (docker: a 4 GB container)
 VERIFY_PIDS = 1024
 FSIZE = (TMP_MB + 64) << 20  # per file: just over the largest tmpfs, so a full one says ENOSPC
+# the check's scratch: a tmpfs of the verification sandbox only (not the /tmp it shares with agent
+# code); the nested sandbox binds in its ``home`` (writable) and ``bin`` (read-only), never ``private``
+CHECK_RUN = "/sandbox/run"
+CHECK_SCRATCH = f"{CHECK_RUN}/check"
 _PROBES: dict[str, tuple[bool, str]] = {}
 _PROBE_LOCK = threading.Lock()
 
@@ -193,7 +199,9 @@ class ProcessSandbox:
                 *scratch_mounts(proc="/proc", workspace_tmpfs=False),
                 "--bind", "/tmp", "/tmp", "--bind", WORKSPACE, WORKSPACE, "--bind", SRV, SRV,
                 "--ro-bind", "/sandbox/passthrough", "/sandbox/bin/python",
-                "--ro-bind", "/sandbox/nested_init.py", "/sandbox/nested_init.py"]
+                "--ro-bind", "/sandbox/nested_init.py", "/sandbox/nested_init.py",
+                "--bind", f"{CHECK_SCRATCH}/home", f"{CHECK_SCRATCH}/home",
+                "--ro-bind", f"{CHECK_SCRATCH}/bin", f"{CHECK_SCRATCH}/bin"]
         (s / "bin" / "nested.json").write_text(json.dumps(
             {"bwrap": "/sandbox/bwrap", "python": PYTHON, "args": args,
              "init": [PYTHON, "-IS", "/sandbox/nested_init.py"]}))
@@ -285,7 +293,9 @@ class ProcessSandbox:
             (stage / "in").mkdir(exist_ok=True)
             write_check_files(task, stage / "checks")
             # agent code gets the environment of the agent's own runs (the check passes it on)
-            env = {**command_env(max(1, int(task.limits.cpus))), "SANDBOX_CHILD_ENV": "inherit"}
+            # and empties /tmp and /dev/shm before each of them, as in docker mode
+            env = {**command_env(max(1, int(task.limits.cpus))), "SANDBOX_CHILD_ENV": "inherit",
+                   "SANDBOX_CHECK_SCRATCH": CHECK_SCRATCH, "SANDBOX_FRESH_DIRS": "/tmp:/dev/shm"}
             self._spec(stage, argv=[PYTHON, "/sandbox/launch_check.py", "/sandbox/bin/python",
                                     "/checks/check.py", "--workspace", WORKSPACE],
                        env=env, rlimits={"DATA": VERIFY_DATA_MB << 20, "NPROC": VERIFY_PIDS,
@@ -293,7 +303,9 @@ class ProcessSandbox:
                        timeout_s=CHECK_BUDGET_S, copy_out=False)
             argv = self._argv(["--ro-bind", str(stage / "in"), "/sandbox/in",
                                "--ro-bind", str(stage / "spec.json"), "/sandbox/spec.json",
-                               "--ro-bind", str(stage / "checks"), "/checks"], nested=True)
+                               "--ro-bind", str(stage / "checks"), "/checks",
+                               "--perms", "0700", "--size", str(TMP_MB << 20), "--tmpfs", CHECK_RUN],
+                              nested=True)
             nonce = new_nonce()
             group = self._group(max(VERIFY_DATA_MB, task.limits.memory_mb), VERIFY_PIDS)
             try:

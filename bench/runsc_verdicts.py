@@ -90,5 +90,6 @@ def write(a: argparse.Namespace, rows: list[tuple[str, str, str, bool | None, bo
     if done:
         print(f"wrote {a.out}: {agree}/{len(rows)} agree")
 
+
 if __name__ == "__main__":
     main()

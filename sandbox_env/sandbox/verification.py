@@ -19,6 +19,15 @@ CHECK_BUDGET_S = 600.0  # wall time of one verification
 CHECK_OUTPUT_CAP = 4_000_000  # bytes of a check's stdout kept for parsing
 
 
+def check_env(run_env: dict[str, str], scratch: str) -> dict[str, str]:
+    """A check's environment in any sandbox: the agent's run environment ``run_env`` (which the
+    check passes on to agent code unchanged, ``SANDBOX_CHILD_ENV=inherit``), where the check
+    keeps its scratch (out of agent code's reach, not /tmp) and the dirs it empties before each
+    agent run."""
+    return {**run_env, "SANDBOX_CHILD_ENV": "inherit", "SANDBOX_CHECK_SCRATCH": scratch,
+            "SANDBOX_FRESH_DIRS": "/tmp:/dev/shm"}
+
+
 def new_nonce() -> str:
     return secrets.token_hex(16)
 

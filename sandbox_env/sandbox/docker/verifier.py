@@ -12,7 +12,14 @@ from typing import Any
 from ...models import Limits, Verdict
 from ...tasks import TaskSpec
 from ...workspace import Workspace
-from ..verification import CHECK_BUDGET_S, CHECK_OUTPUT_CAP, check_files, new_nonce, verdict_from_check
+from ..verification import (
+    CHECK_BUDGET_S,
+    CHECK_OUTPUT_CAP,
+    check_env,
+    check_files,
+    new_nonce,
+    verdict_from_check,
+)
 from .archive import put_files
 from .containers import CHECKS_DIR, SANDBOX_UID, WORKSPACE_DIR, Box, narrow, run_env
 from .runner import exec_capped
@@ -27,11 +34,8 @@ def verify_limits(task: TaskSpec) -> Limits:
 
 
 def verify_env(task: TaskSpec) -> dict[str, str]:
-    """The check's environment: the agent's run environment (which the check passes on to agent
-    code unchanged, ``SANDBOX_CHILD_ENV=inherit``) plus where the check keeps its scratch (under
-    root-only /checks, not /tmp) and the dirs it empties before each agent run."""
-    return {**run_env(task.limits), "SANDBOX_CHILD_ENV": "inherit",
-            "SANDBOX_CHECK_SCRATCH": f"{CHECKS_DIR}/.run", "SANDBOX_FRESH_DIRS": "/tmp:/dev/shm"}
+    """The check's environment (``check_env``), its scratch under root-only /checks."""
+    return check_env(run_env(task.limits), f"{CHECKS_DIR}/.run")
 
 
 def verify_in(api: Any, box: Box, workspace: Workspace, task: TaskSpec) -> Verdict:

@@ -37,7 +37,14 @@ from ...tasks import TaskSpec
 from ...workspace import MAX_FILE_BYTES, Workspace
 from ..base import SandboxUnavailable
 from ..outcome import infra_run, run_result
-from ..verification import CHECK_BUDGET_S, CHECK_OUTPUT_CAP, new_nonce, verdict_from_check, write_check_files
+from ..verification import (
+    CHECK_BUDGET_S,
+    CHECK_OUTPUT_CAP,
+    check_env,
+    new_nonce,
+    verdict_from_check,
+    write_check_files,
+)
 from . import cgroups
 from .bwrap import (
     RUNNER_MOUNT,
@@ -292,10 +299,7 @@ class ProcessSandbox:
             workspace.write_to(stage / "in")
             (stage / "in").mkdir(exist_ok=True)
             write_check_files(task, stage / "checks")
-            # agent code gets the environment of the agent's own runs (the check passes it on)
-            # and empties /tmp and /dev/shm before each of them, as in docker mode
-            env = {**command_env(max(1, int(task.limits.cpus))), "SANDBOX_CHILD_ENV": "inherit",
-                   "SANDBOX_CHECK_SCRATCH": CHECK_SCRATCH, "SANDBOX_FRESH_DIRS": "/tmp:/dev/shm"}
+            env = check_env(command_env(max(1, int(task.limits.cpus))), CHECK_SCRATCH)
             self._spec(stage, argv=[PYTHON, "/sandbox/launch_check.py", "/sandbox/bin/python",
                                     "/checks/check.py", "--workspace", WORKSPACE],
                        env=env, rlimits={"DATA": VERIFY_DATA_MB << 20, "NPROC": VERIFY_PIDS,

@@ -38,6 +38,8 @@ class Provenance(BaseModel):
     host: str = Field(default_factory=platform.node)
     recorded_at: str = Field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     check: str | None = None  # check_digest of the check that gave the verdict (None: before digests)
+    verified_at: str | None = None  # set when only the verdict was taken again (reverify_task)
+    verify_image: str | None = None  # the image of that later verification
 
 
 class Trace(BaseModel):
@@ -149,6 +151,40 @@ def record_task(task: TaskSpec, sandbox: Any, provenance: Provenance, *,
             f"verdict={verdict.outcome.value:11s} ({verdict.duration_s:.1f}s)")
         traces.append(trace)
     return traces
+
+
+def reverify_task(task: TaskSpec, sandbox: Any, provenance: Provenance, *,
+                  log: Any = print) -> list[tuple[Trace, Trace]]:
+    """Verify again, in a real sandbox, each recorded state of ``task`` judged by an older check
+    than the current one, and rewrite its trace with the new verdict and check digest.
+
+    A state's runs do not depend on the check files, so they are kept; only states recorded of
+    their current files, by the same backend and torch, qualify (the others need ``record``).
+    Returns (old, new) pairs, for ``trace_differences``.
+    """
+    digest = check_digest(task)
+    current = {state: content_hash(files) for state, _, files in task_states(task)}
+    files_of = {state: files for state, _, files in task_states(task)}
+    pairs = []
+    for old in load_traces(task):
+        if old.provenance.check == digest:
+            continue
+        if current.get(old.state) != old.workspace_hash or (old.provenance.source, old.provenance.torch) \
+                != (provenance.source, provenance.torch):
+            log(f"{task.id:28s} {old.state:40s} skipped: recorded of other files or by another "
+                f"backend; record it again")
+            continue
+        verdict = sandbox.verify(Workspace(files_of[old.state]), task)
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        new = old.model_copy(update={"verdict": verdict, "provenance": old.provenance.model_copy(
+            update={"check": digest, "verified_at": now, "verify_image": provenance.image})})
+        (task.traces_dir / new.file_name).write_text(
+            json.dumps(new.model_dump(mode="json"), indent=1, sort_keys=True) + "\n")
+        diffs = trace_differences(old, new)
+        log(f"{task.id:28s} {old.state:40s} verdict={verdict.outcome.value:11s} "
+            f"({verdict.duration_s:.1f}s) {'; '.join(diffs) if diffs else 'same verdict'}")
+        pairs.append((old, new))
+    return pairs
 
 
 def scrub(text: str) -> str:

@@ -61,3 +61,34 @@ def test_a_trace_judged_by_another_check_is_stale(toy_tasks: TaskRegistry, tmp_p
     assert check_digest(changed) != check_digest(task)
     assert stale_states(changed) == {s for s, _, _ in task_states(changed)}
     assert missing_states(changed) == set()
+
+
+def test_reverify_takes_the_verdict_again_and_keeps_the_runs(toy_tasks: TaskRegistry, tmp_path: Path) -> None:
+    """After a check change, reverify_task verifies each stale state again under the current
+    check and keeps its recorded runs; a trace of other files is left for a full recording."""
+    import shutil
+
+    from sandbox_env.traces import check_digest, reverify_task, stale_states
+
+    copy = tmp_path / "toy_mean"
+    shutil.copytree(toy_tasks.get("toy_mean").root, copy)
+    (copy / "checks" / "check.py").write_text((copy / "checks" / "check.py").read_text() + "\n# changed\n")
+    task = TaskRegistry(tmp_path).get("toy_mean")
+    before = {t.state: t for t in load_traces(task)}
+    edited = next(iter(before.values()))
+    (task.traces_dir / edited.file_name).write_text(
+        edited.model_copy(update={"workspace_hash": "sha256:other"}).model_dump_json())
+    lines: list[str] = []
+    pairs = reverify_task(task, LocalSandbox(), Provenance(source="local", torch=edited.provenance.torch),
+                          log=lines.append)
+    assert {old.state for old, _ in pairs} == set(before) - {edited.state}
+    assert any("skipped" in line and edited.state in line for line in lines)
+    assert stale_states(task) == {edited.state}
+    for t in load_traces(task):
+        if t.state == edited.state:
+            continue
+        assert t.provenance.check == check_digest(task) and t.provenance.verified_at
+        assert t.provenance.recorded_at == before[t.state].provenance.recorded_at
+        assert t.runs == before[t.state].runs
+        assert t.verdict.passed == before[t.state].verdict.passed
+        assert trace_differences(before[t.state], t) == []

@@ -49,7 +49,15 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    from ..traces import Provenance, behaviour_states, missing_states, record_task, stale_states
+    from ..traces import (
+        Provenance,
+        behaviour_states,
+        missing_states,
+        record_task,
+        reverify_task,
+        stale_states,
+        trace_differences,
+    )
 
     tasks = task_registry(args)
     sandbox, where = real_sandbox(args, "record")
@@ -58,6 +66,10 @@ def cmd_record(args: argparse.Namespace) -> int:
     try:
         for tid in args.tasks or tasks.ids():
             task = tasks.get(tid)
+            if args.reverify:
+                differing += sum(bool(trace_differences(old, new))
+                                 for old, new in reverify_task(task, sandbox, prov))
+                continue
             if not args.compare:
                 only = stale_states(task) if args.stale else missing_states(task) if args.missing else None
                 if args.behaviours:
@@ -67,7 +79,7 @@ def cmd_record(args: argparse.Namespace) -> int:
                 continue
             import tempfile
 
-            from ..traces import load_traces, trace_differences
+            from ..traces import load_traces
 
             committed = {t.state: t for t in load_traces(task)}
             with tempfile.TemporaryDirectory() as tmp:
@@ -78,7 +90,7 @@ def cmd_record(args: argparse.Namespace) -> int:
                     print(f"  {tid} {new.state}: {'; '.join(diffs) if diffs else 'identical'}")
     finally:
         sandbox.close()
-    if args.compare:
+    if args.compare or args.reverify:
         print(f"{differing} state(s) differ beyond timings, pids, ports and temp names")
     return 1 if differing else 0
 

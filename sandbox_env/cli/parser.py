@@ -213,6 +213,9 @@ def _record_command(sub: Sub) -> None:
                    help="record only the states with no trace of their current files (new or edited)")
     s.add_argument("--stale", action="store_true",
                    help="record the states --missing names and those whose trace another check judged")
+    s.add_argument("--reverify", action="store_true",
+                   help="verify again the states another check judged, keeping their recorded runs "
+                        "(they do not depend on the checks); report each verdict that changed")
     s.add_argument("--behaviours", action="store_true",
                    help="one state per behaviour (a variant's recordings: family@N; the mock replays the "
                         "variant's own run of the behaviour its classifier names)")

@@ -19,7 +19,7 @@ RUN apt-get update \
 COPY --from=build /opt/venv /opt/venv
 ENV PATH=/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     LANG=C.UTF-8 PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 \
-    GLOO_SOCKET_IFNAME=lo TORCHINDUCTOR_CACHE_DIR=/tmp/inductor
+    GLOO_SOCKET_IFNAME= TORCHINDUCTOR_CACHE_DIR=/tmp/inductor
 ARG SOURCE_HASH=unknown
 LABEL org.sandbox-env.role="runner" org.sandbox-env.torch="2.13.0" org.sandbox-env.source-hash="${SOURCE_HASH}"
 USER 1000

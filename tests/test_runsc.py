@@ -88,6 +88,39 @@ def test_data_capped_task_reproduces_allocator_error(sbx: DockerSandbox, real_ta
     assert re.search(task.failure.signature, res.output), res.output[-3000:]
 
 
+GLOO_JOBS = """
+import os, socket, torch, torch.distributed as dist, torch.multiprocessing as mp
+def rank(r, port):
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # as the ddp and fsdp repos do
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=r, world_size=2)
+    t = torch.ones(2) * (r + 1)
+    dist.all_reduce(t)
+    assert t.tolist() == [3.0, 3.0]
+    dist.destroy_process_group()
+ok = 0
+for i in range(20):
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
+    try:
+        mp.start_processes(rank, args=(port,), nprocs=2, start_method="fork")
+        ok += 1
+    except Exception as e:
+        print("job", i, "failed:", str(e)[-300:])
+print(f"gloo jobs passed {ok}/20 with GLOO_SOCKET_IFNAME={os.environ.get('GLOO_SOCKET_IFNAME')!r}")
+"""
+
+
+def test_two_gloo_ranks_agree_on_loopback_every_time(sbx: DockerSandbox, toy_tasks: TaskRegistry) -> None:
+    """gVisor's loopback lists ::1 and 127.0.0.1 in varying order; ranks that bound the first
+    address of ``lo`` could pick different families (1 job of 3 failed, 2026-12-03). The
+    sandbox names no interface, so each rank binds what localhost resolves to: 20 fresh 2-rank
+    jobs (each rank a new process), all pass, and the repos' ``setdefault("lo")`` is inert."""
+    task = toy_tasks.get("toy_mean")
+    ws = Workspace({**task.repo_files(), "gloo_jobs.py": GLOO_JOBS})
+    res = sbx.run(ws, "python gloo_jobs.py", Limits(timeout_s=240, memory_mb=2048), task)
+    assert "gloo jobs passed 20/20 with GLOO_SOCKET_IFNAME=''" in res.output, res.output[-3000:]
+    assert "Unable to resolve hostname" not in res.output, res.output[-3000:]
+
+
 def _compile_bug_and_fix(sbx: DockerSandbox, real_tasks: TaskRegistry) -> None:
     """compile_graph_break's bug reproduces with its signature and its fix verifies."""
     task = real_tasks.get("compile_graph_break")

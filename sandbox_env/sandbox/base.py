@@ -22,7 +22,16 @@ from ..models import Limits, RunResult, Verdict
 from ..tasks import TaskSpec
 from ..workspace import Workspace
 
-__all__ = ["Sandbox", "SandboxBackend", "SandboxUnavailable", "normalise_command"]
+__all__ = ["GLOO_ENV", "Sandbox", "SandboxBackend", "SandboxUnavailable", "normalise_command"]
+
+# How gloo finds its address in every isolated sandbox (docker under runc or runsc, process
+# mode), for agent runs and verifications alike: no interface named. torch treats an empty
+# GLOO_SOCKET_IFNAME as unset (and a repo's ``os.environ.setdefault(..., "lo")`` leaves it
+# alone), so every rank binds the first usable address the sandbox's hostname, localhost,
+# resolves to in its /etc/hosts: the same on every rank. Naming ``lo`` let the ranks of one job
+# under gVisor, whose loopback lists ::1 and 127.0.0.1 in varying order, pick different families
+# (docs/runsc.md).
+GLOO_ENV = {"GLOO_SOCKET_IFNAME": ""}
 
 
 @runtime_checkable

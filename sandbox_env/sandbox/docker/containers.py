@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...models import Limits
+from ..base import GLOO_ENV
 from .runtime import traits
 
 log = logging.getLogger(__name__)
@@ -153,10 +154,10 @@ def narrow(box: Box, limits: Limits) -> None:
 
 
 def run_env(limits: Limits) -> dict[str, str]:
-    """Environment of a command: threads matched to the CPU quota, gloo on loopback."""
+    """Environment of a command: threads matched to the CPU quota, gloo as in every sandbox."""
     threads = str(max(1, int(limits.cpus)))
     return {"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads, "HOME": "/tmp",
-            "TMPDIR": "/tmp", "PYTHONUNBUFFERED": "1", "GLOO_SOCKET_IFNAME": "lo"}
+            "TMPDIR": "/tmp", "PYTHONUNBUFFERED": "1", **GLOO_ENV}
 
 
 def labelled(client: Any, label: str | list[str]) -> list[Any]:

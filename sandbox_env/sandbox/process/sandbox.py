@@ -35,7 +35,7 @@ from ...runner_env import RunnerEnv
 from ...runner_env import load as load_runner
 from ...tasks import TaskSpec
 from ...workspace import MAX_FILE_BYTES, Workspace
-from ..base import SandboxUnavailable
+from ..base import GLOO_ENV, SandboxUnavailable
 from ..outcome import infra_run, run_result
 from ..verification import (
     CHECK_BUDGET_S,
@@ -81,10 +81,11 @@ _PROBE_LOCK = threading.Lock()
 
 
 def command_env(threads: int) -> dict[str, str]:
-    """A command's environment (as docker mode's): threads matched to the CPU share, gloo on lo."""
+    """A command's environment (as docker mode's): threads matched to the CPU share, gloo as in
+    every sandbox."""
     n = str(threads)
     return {"PATH": f"{RUNNER_MOUNT}/bin:/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp",
-            "LANG": "C.UTF-8", "PYTHONUNBUFFERED": "1", "GLOO_SOCKET_IFNAME": "lo",
+            "LANG": "C.UTF-8", "PYTHONUNBUFFERED": "1", **GLOO_ENV,
             "OMP_NUM_THREADS": n, "MKL_NUM_THREADS": n, "USER": "sandbox", "LOGNAME": "sandbox"}
 
 

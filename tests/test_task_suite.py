@@ -13,7 +13,7 @@ from sandbox_env.models import Observation
 from sandbox_env.oracle import oracle_actions, patch_to_edits
 from sandbox_env.sandbox.mock import MockSandbox
 from sandbox_env.tasks import TaskRegistry, TaskSpec
-from sandbox_env.traces import load_traces, task_states
+from sandbox_env.traces import check_digest, load_traces, task_states
 from sandbox_env.workspace import Workspace, content_hash
 
 from .conftest import ROOT
@@ -68,6 +68,8 @@ def test_traces_are_fresh_and_agree_with_labels(task: TaskSpec) -> None:
         t = traces[state]
         assert t.workspace_hash == content_hash(files), f"{state}: trace is stale, re-record"
         assert t.behaviour == behaviour
+        assert t.provenance.check == check_digest(task), (
+            f"{state} was judged by another check: run `sandbox-env record --reverify {task.id}`")
     assert not traces["original"].verdict.passed
     assert re.search(task.failure.signature, traces["original"].runs[0].output)
     assert traces["solution"].verdict.passed, traces["solution"].verdict.reasons

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import os
 import re
 import sys
 import time
@@ -67,8 +68,12 @@ def main() -> None:
         from_log(a, registry)
         return
     tasks = [registry.get(t) for t in a.task] if a.task else list(registry)
-    runsc = DockerSandbox(owner="bench-runsc-verdicts", pool_size=0, runtime="runsc")
-    runc = DockerSandbox(owner="bench-runc-verdicts", pool_size=0, runtime="runc") if a.rerun_runc else None
+    # an owner of this run's own: a sandbox reaps its owner's leftovers at start, and a second run
+    # (a --state run beside a whole one) under a shared owner killed the other's verification
+    # (exit 137); `sandbox-env reap` removes what a stopped run leaves
+    owner = f"bench-runsc-verdicts-{os.getpid()}"
+    runsc = DockerSandbox(owner=owner, pool_size=0, runtime="runsc")
+    runc = DockerSandbox(owner=f"{owner}-runc", pool_size=0, runtime="runc") if a.rerun_runc else None
     header = runtime_line(runsc)
     print(header, flush=True)
     rows: list[Row] = []
@@ -131,8 +136,7 @@ def from_log(a: argparse.Namespace, registry: TaskRegistry) -> None:
                                (m["why"] or "").replace("|", "/"), float(m["secs"]))
     header = next((ln for ln in lines if ln.startswith("runsc ")), None)
     if header is None:
-        # not the run's owner: a sandbox reaps its owner's leftovers, a running verification's too
-        probe = DockerSandbox(owner="bench-runsc-verdicts-probe", pool_size=0, runtime="runsc")
+        probe = DockerSandbox(owner=f"bench-runsc-probe-{os.getpid()}", pool_size=0, runtime="runsc")
         try:
             header = runtime_line(probe)
         finally:

@@ -141,12 +141,14 @@ def from_log(a: argparse.Namespace, registry: TaskRegistry) -> None:
             header = runtime_line(probe)
         finally:
             probe.close()
+    missing = [f"{t.id} {state}" for t in registry for state, _, _ in task_states(t)
+               if (t.id, state) not in rows]
     write(a.out, list(rows.values()), header, sum(r.secs for r in rows.values()) / 60, rerun=False, done=True,
-          source=f"the lines of `{a.from_log.name}`")
+          source=f"the lines of `{a.from_log.name}`", missing=missing)
 
 
 def write(out: Path, rows: list[Row], header: str, minutes: float, *, rerun: bool, done: bool,
-          source: str | None = None) -> None:
+          source: str | None = None, missing: list[str] | None = None) -> None:
     """Render the table of ``rows`` to ``out``; called after every task, so a stopped run keeps its rows."""
     agree = sum(r.runc == r.runsc for r in rows)
     same = sum(r.runc_outcome == r.runsc_outcome for r in rows)
@@ -166,6 +168,9 @@ def write(out: Path, rows: list[Row], header: str, minutes: float, *, rerun: boo
               "| runsc reasons if the verdicts differ |", "|---|---|---|---|---|---|---|---:|---|"]
     lines += [f"| {r.task} | {r.state} | {r.label} | {r.runc} | {r.runsc} | {r.runc_outcome} | "
               f"{r.runsc_outcome} | {r.secs:.1f} | {r.why} |" for r in rows]
+    if missing:
+        lines += ["", f"Not verified under runsc yet ({len(missing)} labelled states; "
+                  "`--task T --state S` runs them):", ""] + [f"- {m}" for m in missing]
     out.write_text("\n".join(lines) + "\n")
     if done:
         print(f"wrote {out}: {agree}/{len(rows)} verdicts, {same}/{len(rows)} outcomes agree")

@@ -541,22 +541,29 @@ def test_a_variant_replays_its_own_recording_of_a_behaviour_and_falls_back_witho
     assert v.provenance == "inferred" and v.source.startswith("mock:variant0-mapped:")
 
 
-def test_committed_variant_recordings_are_current_and_agree_with_their_labels(
-        open_tasks: TaskRegistry) -> None:
-    """Every variant with recordings in its family's folder has one per behaviour, of its current
-    bytes and judged by its current check (else the mock would silently fall back to variant 0),
-    and each recorded docker verdict agrees with the state's label."""
-    recorded = [(f, d.name) for f in FAMILIES
-                for d in sorted((ROOT / "task_repos" / f / "variants" / "traces").glob("*")) if d.is_dir()]
-    assert recorded, "no variant has recordings of its own"
-    for family, index in recorded:
-        spec = open_tasks.get(f"{family}@{index}")
-        traces = load_traces(spec)
-        assert {t.state for t in traces} == behaviour_states(spec), spec.id
-        assert not stale_states(spec) & behaviour_states(spec), (spec.id, stale_states(spec))
-        for t in traces:
-            assert t.verdict.passed == (t.behaviour == "fixed"), (spec.id, t.state, t.verdict.reasons[:1])
-            assert t.verdict.outcome != Outcome.infra_error, (spec.id, t.state)
+def test_every_certified_variant_replays_its_own_recordings(open_tasks: TaskRegistry) -> None:
+    """Every certified variant has recordings of its own in its family's folder, one per
+    behaviour, of its current bytes and judged by its current check (else the mock would fall
+    back to variant 0's runs mapped in); each recorded docker verdict agrees with the state's
+    label, and its run outcome, verdict outcome and pass are variant 0's for the same state (the
+    mapping the mock falls back on for a behaviour a variant has no run of)."""
+    for family in FAMILIES:
+        certified = sorted({c.index for c in load_certified(ROOT / "task_repos" / family)})
+        recorded = sorted(int(d.name) for d in (ROOT / "task_repos" / family / "variants" / "traces").glob("*")
+                          if d.is_dir())
+        assert certified and recorded == certified, (family, "recorded", recorded, "certified", certified)
+        base = {t.state: t for t in load_traces(open_tasks.get(family))}
+        for index in recorded:
+            spec = open_tasks.get(f"{family}@{index}")
+            traces = load_traces(spec)
+            assert {t.state for t in traces} == behaviour_states(spec), spec.id
+            assert not stale_states(spec) & behaviour_states(spec), (spec.id, stale_states(spec))
+            for t in traces:
+                assert t.verdict.passed == (t.behaviour == "fixed"), (spec.id, t.state, t.verdict.reasons[:1])
+                assert t.verdict.outcome != Outcome.infra_error, (spec.id, t.state)
+                b = base[t.state]
+                assert (t.runs[0].outcome, t.verdict.outcome, t.verdict.passed) == \
+                    (b.runs[0].outcome, b.verdict.outcome, b.verdict.passed), (spec.id, t.state)
 
 
 # --------------------------------------------------------------------------- addressing

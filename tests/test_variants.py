@@ -549,8 +549,8 @@ def test_every_certified_variant_replays_its_own_recordings(open_tasks: TaskRegi
     mapping the mock falls back on for a behaviour a variant has no run of)."""
     for family in FAMILIES:
         certified = sorted({c.index for c in load_certified(ROOT / "task_repos" / family)})
-        recorded = sorted(int(d.name) for d in (ROOT / "task_repos" / family / "variants" / "traces").glob("*")
-                          if d.is_dir())
+        traces_root = ROOT / "task_repos" / family / "variants" / "traces"
+        recorded = sorted(int(d.name) for d in traces_root.glob("*") if d.is_dir())
         assert certified and recorded == certified, (family, "recorded", recorded, "certified", certified)
         base = {t.state: t for t in load_traces(open_tasks.get(family))}
         for index in recorded:

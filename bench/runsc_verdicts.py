@@ -55,6 +55,11 @@ def recorded(task_id: str, registry: TaskRegistry) -> dict[str, tuple[bool, str]
             if t.provenance.source == "docker"}
 
 
+def labels_of(task) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    """Each labelled patch's state name -> its label (other states are labelled by their name)."""
+    return {f"patch:{p.file}": p.label for p in task.patches}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--task", action="append", help="tasks (default: all)")
@@ -81,7 +86,7 @@ def main() -> None:
     try:
         for task in tasks:
             committed = recorded(task.id, registry)
-            labels = {f"patch:{p.file}": p.label for p in task.patches}
+            labels = labels_of(task)
             for state, _behaviour, files in task_states(task):
                 if a.state and state not in a.state:
                     continue
@@ -129,7 +134,7 @@ def from_log(a: argparse.Namespace, registry: TaskRegistry) -> None:
         tid, state = m["task"], m["state"]
         if tid not in committed:
             committed[tid] = recorded(tid, registry)
-            labels[tid] = {f"patch:{p.file}": p.label for p in registry.get(tid).patches}
+            labels[tid] = labels_of(registry.get(tid))
         ref = committed[tid].get(state)
         rows[tid, state] = Row(tid, state, labels[tid].get(state, state), None if ref is None else ref[0],
                                m["got"] == "True", None if ref is None else ref[1], m["outcome"],

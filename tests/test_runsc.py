@@ -88,6 +88,39 @@ def test_data_capped_task_reproduces_allocator_error(sbx: DockerSandbox, real_ta
     assert re.search(task.failure.signature, res.output), res.output[-3000:]
 
 
+LIMITS_PROBE = (
+    "import resource, sys\n"
+    "print('RLIMITS', resource.getrlimit(resource.RLIMIT_DATA), resource.getrlimit(resource.RLIMIT_AS))\n"
+    "sys.exit(3)\n")
+
+
+def test_agent_code_meets_the_same_data_cap_in_its_runs_and_in_the_check(
+        sbx: DockerSandbox, toy_tasks: TaskRegistry) -> None:
+    """Under runsc a data cap is RLIMIT_AS (gVisor ignores RLIMIT_DATA) for the agent's runs and
+    for the check's whole tree; both also carry the RLIMIT_DATA runc enforces, so the limits agent
+    code can read are the same wherever it runs (before 2026-12-06 the check's children ran with
+    RLIMIT_DATA alone, i.e. uncapped, and a leak ran to its end instead of being capped)."""
+    base = toy_tasks.get("toy_mean")
+    task = base.model_copy(update={"limits": base.limits.model_copy(update={"data_mb": 400})})
+    ws = Workspace({**task.repo_files(), "report.py": LIMITS_PROBE})
+    own = sbx.run(ws, task.run_command, task.limits, task)
+    seen = re.search(r"RLIMITS .*", own.output)
+    assert seen and "(419430400, 419430400) (889192448, 889192448)" in seen.group(0), own.output
+    verdict = sbx.verify(Workspace({**task.repo_files(), "report.py": LIMITS_PROBE}), task)
+    in_check = set(re.findall(r"RLIMITS [^\n\\]*", "\n".join(verdict.reasons)))
+    assert in_check == {seen.group(0)}, verdict.reasons
+
+
+def test_leak_in_the_check_is_capped_as_under_runc(sbx: DockerSandbox, real_tasks: TaskRegistry) -> None:
+    """oom's unfixed repo: the check's own runs end in the allocator's error under the data cap,
+    so the verdict's outcome is oom_killed, as runc's recording says (it was ``failed`` when the
+    check's runs went uncapped under runsc and the peak-RSS budget rejected them instead)."""
+    task = real_tasks.get("oom_graph_leak")
+    verdict = sbx.verify(Workspace(task.repo_files()), task)
+    assert not verdict.passed and verdict.outcome == Outcome.oom_killed, verdict.reasons
+    assert "can't allocate memory" in "\n".join(verdict.reasons), verdict.reasons
+
+
 GLOO_JOBS = """
 import os, socket, torch, torch.distributed as dist, torch.multiprocessing as mp
 def rank(r, port):

@@ -20,6 +20,8 @@ from .archive import get_text_files, put_files
 from .containers import CHECKS_DIR, SANDBOX_UID, WORKSPACE_DIR, Box, narrow, run_env
 from .runtime import traits
 
+MB = 1024 * 1024
+
 HARD_OUTPUT_CAP = 8_000_000  # bytes read from a command before the container is killed
 WATCHDOG_GRACE_S = 10.0  # after the in-container limit, before the container is killed
 OOM_CONTROL = "/sys/fs/cgroup/memory/memory.oom_control"
@@ -145,12 +147,24 @@ def oom_kills(box: Box) -> int:
 
 
 def data_limit_prefix(runtime: str, data_mb: int) -> list[str]:
-    """``prlimit`` arguments for a task's data cap: RLIMIT_DATA, or under a runtime that does
-    not enforce it (runsc), RLIMIT_AS of the cap plus the non-data mappings of a torch process."""
+    """``prlimit`` arguments for a task's data cap: RLIMIT_DATA, and under a runtime that does
+    not enforce it (runsc) also RLIMIT_AS of the cap plus the non-data mappings of a torch
+    process (RLIMIT_DATA stays set there too: the limits agent code reads are the check's)."""
     t = traits(runtime)
-    if t.data_limit_via_as:
-        return ["prlimit", f"--as={(data_mb + t.as_overhead_mb) * 1024 * 1024}", "--"]
-    return ["prlimit", f"--data={data_mb * 1024 * 1024}", "--"]
+    as_cap = [f"--as={(data_mb + t.as_overhead_mb) * MB}"] if t.data_limit_via_as else []
+    return ["prlimit", *as_cap, f"--data={data_mb * MB}", "--"]
+
+
+def inherited_data_cap(runtime: str, data_mb: int | None) -> list[str]:
+    """``prlimit`` arguments that make a data cap hold for a whole process tree under a runtime
+    that ignores RLIMIT_DATA (runsc: an RLIMIT_AS every descendant inherits and cannot raise);
+    nothing under runc, or without a cap. A verification's check runs under it, so the runs of
+    agent code it starts (each also given ``prlimit --data``, as the agent's own are) meet the
+    cap the agent's own runs meet."""
+    t = traits(runtime)
+    if not data_mb or not t.data_limit_via_as:
+        return []
+    return ["prlimit", f"--as={(data_mb + t.as_overhead_mb) * MB}", "--"]
 
 
 def run_command(api: Any, box: Box, workspace: Workspace, command: str, limits: Limits, *,

@@ -22,7 +22,7 @@ from ..verification import (
 )
 from .archive import put_files
 from .containers import CHECKS_DIR, SANDBOX_UID, WORKSPACE_DIR, Box, narrow, run_env
-from .runner import exec_capped
+from .runner import exec_capped, inherited_data_cap
 
 VERIFY_MIN_MEMORY_MB = 4096
 VERIFY_CPUS = 2
@@ -45,7 +45,10 @@ def verify_in(api: Any, box: Box, workspace: Workspace, task: TaskSpec) -> Verdi
     put_files(box, CHECKS_DIR, check_files(task), 0, 0o600)
     nonce = new_nonce()
     env = {**verify_env(task), "SANDBOX_CHILD_UID": str(SANDBOX_UID)}
-    ex = exec_capped(api, box, ["python", f"{CHECKS_DIR}/check.py", "--workspace", WORKSPACE_DIR],
+    # under runsc the task's data cap holds for the check's whole tree (RLIMIT_DATA is ignored there)
+    argv = [*inherited_data_cap(box.runtime, task.limits.data_mb),
+            "python", f"{CHECKS_DIR}/check.py", "--workspace", WORKSPACE_DIR]
+    ex = exec_capped(api, box, argv,
                      user="0", env=env, timeout_s=CHECK_BUDGET_S, output_limit=CHECK_OUTPUT_CAP,
                      stdin=(nonce + "\n").encode(),
                      # a verification's production runs start as a deployment's, with no `timeout`

@@ -102,11 +102,11 @@ def test_agent_code_meets_the_same_data_cap_in_its_runs_and_in_the_check(
     RLIMIT_DATA alone, i.e. uncapped, and a leak ran to its end instead of being capped)."""
     base = toy_tasks.get("toy_mean")
     task = base.model_copy(update={"limits": base.limits.model_copy(update={"data_mb": 400})})
-    ws = Workspace({**task.repo_files(), "report.py": LIMITS_PROBE})
-    own = sbx.run(ws, task.run_command, task.limits, task)
+    files = {**task.repo_files(), "report.py": LIMITS_PROBE}
+    own = sbx.run(Workspace(files), task.run_command, task.limits, task)
     seen = re.search(r"RLIMITS .*", own.output)
     assert seen and "(419430400, 419430400) (889192448, 889192448)" in seen.group(0), own.output
-    verdict = sbx.verify(Workspace({**task.repo_files(), "report.py": LIMITS_PROBE}), task)
+    verdict = sbx.verify(Workspace(files), task)
     in_check = set(re.findall(r"RLIMITS [^\n\\]*", "\n".join(verdict.reasons)))
     assert in_check == {seen.group(0)}, verdict.reasons
 

@@ -146,25 +146,28 @@ def oom_kills(box: Box) -> int:
     return 0
 
 
+def _as_cap(runtime: str, data_mb: int | None) -> list[str]:
+    """``prlimit``'s RLIMIT_AS flag standing in for a data cap the runtime does not enforce
+    (runsc): the cap plus the non-data mappings of a torch process; none otherwise."""
+    t = traits(runtime)
+    return [f"--as={(data_mb + t.as_overhead_mb) * MB}"] if data_mb and t.data_limit_via_as else []
+
+
 def data_limit_prefix(runtime: str, data_mb: int) -> list[str]:
     """``prlimit`` arguments for a task's data cap: RLIMIT_DATA, and under a runtime that does
-    not enforce it (runsc) also RLIMIT_AS of the cap plus the non-data mappings of a torch
-    process (RLIMIT_DATA stays set there too: the limits agent code reads are the check's)."""
-    t = traits(runtime)
-    as_cap = [f"--as={(data_mb + t.as_overhead_mb) * MB}"] if t.data_limit_via_as else []
-    return ["prlimit", *as_cap, f"--data={data_mb * MB}", "--"]
+    not enforce it (runsc) also ``_as_cap`` (RLIMIT_DATA stays set there too: the limits agent
+    code reads are the check's)."""
+    return ["prlimit", *_as_cap(runtime, data_mb), f"--data={data_mb * MB}", "--"]
 
 
 def inherited_data_cap(runtime: str, data_mb: int | None) -> list[str]:
     """``prlimit`` arguments that make a data cap hold for a whole process tree under a runtime
-    that ignores RLIMIT_DATA (runsc: an RLIMIT_AS every descendant inherits and cannot raise);
-    nothing under runc, or without a cap. A verification's check runs under it, so the runs of
-    agent code it starts (each also given ``prlimit --data``, as the agent's own are) meet the
-    cap the agent's own runs meet."""
-    t = traits(runtime)
-    if not data_mb or not t.data_limit_via_as:
-        return []
-    return ["prlimit", f"--as={(data_mb + t.as_overhead_mb) * MB}", "--"]
+    that ignores RLIMIT_DATA (runsc: ``_as_cap``, which every descendant inherits and cannot
+    raise); nothing under runc, or without a cap. A verification's check runs under it, so the
+    runs of agent code it starts (each also given ``prlimit --data``, as the agent's own are)
+    meet the cap the agent's own runs meet."""
+    flag = _as_cap(runtime, data_mb)
+    return ["prlimit", *flag, "--"] if flag else []
 
 
 def run_command(api: Any, box: Box, workspace: Workspace, command: str, limits: Limits, *,

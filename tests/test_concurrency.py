@@ -131,6 +131,49 @@ def test_32_mock_sessions_over_http_and_ws(real_tasks: TaskRegistry) -> None:
         proc.wait(timeout=10)
 
 
+def idless_client(url: str, i: int, task_id: str, tasks: TaskRegistry,
+                  start: threading.Barrier) -> tuple[str, float, bool]:
+    """The most natural HTTP pattern: reset without an id, take the id from the reply, step
+    with it. Even clients play the reference fix, odd ones give up; every reply must be theirs."""
+    with httpx.Client(base_url=url, timeout=120) as http:
+        start.wait(timeout=60)
+        r = http.post("/reset", json={"task": task_id})
+        assert r.status_code == 200, (i, r.text)
+        eid = r.json()["episode_id"]
+        actions = ([{"action_type": "read_file", "filename": tasks.get(task_id).signal_files[0]}]
+                   + (oracle_actions(tasks.get(task_id)) if i % 2 == 0 else
+                      [{"action_type": "submit_fix", "explanation": f"client {i} gives up"}]))
+        for a in actions:
+            r = http.post("/step", json={**a, "episode_id": eid})
+            assert r.status_code == 200, (i, a["action_type"], r.status_code, r.text[:300])
+            assert r.json()["episode_id"] == eid
+            if r.json()["done"]:
+                break
+        st = http.get("/state", params={"episode_id": eid})
+        assert st.status_code == 200 and st.json()["done"], (i, st.text[:300])
+        return eid, r.json()["observation"]["score"], r.json()["observation"]["verdict"]["passed"]
+
+
+def test_64_idless_reset_clients_each_keep_their_episode(real_tasks: TaskRegistry) -> None:
+    """64 clients reset id-less at the same moment and step by the id of their reply: no one's
+    episode is ended by another's reset (0 errors), twice over, and live episodes stay bounded."""
+    proc, url = start_server(ROOT / "task_repos", "mock", "--max-sessions", "64")
+    try:
+        for wave in range(2):  # the second wave needs the first's finished episodes evicted
+            start = threading.Barrier(64)
+            ids = [real_tasks.ids()[i % len(real_tasks)] for i in range(64)]
+            with ThreadPoolExecutor(64) as pool:
+                results = list(pool.map(lambda i: idless_client(url, i, ids[i], real_tasks, start),
+                                        range(64)))
+            assert len({eid for eid, _, _ in results}) == 64, wave
+            for i, (_, score, passed) in enumerate(results):
+                assert passed == (i % 2 == 0) and (score >= 0.9 if passed else score < 0.2), (wave, i)
+            assert httpx.get(url + "/health").json()["active_sessions"] <= 64
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
 @pytest.mark.docker
 def test_4_docker_sessions_over_http_and_ws(toy_root: Path, toy_tasks: TaskRegistry) -> None:
     docker = pytest.importorskip("docker")

@@ -55,20 +55,31 @@ def test_sessions_route_idless_requests_and_refuse_clearly(toy_tasks: TaskRegist
     anon = m.open(None)
     anon.env.reset(task="toy_mean")
     assert m.get(None) is anon and anon.anonymous
-    again = m.open(None)  # an id-less reset replaces the previous anonymous episode
-    assert anon.episode_id not in [s for s in ("named", again.episode_id)] and len(m) == 2
+    again = m.open(None)  # an id-less reset moves the pointer: the unfinished previous one stays
+    assert m.get(None) is again and len(m) == 3 and m.get(anon.episode_id) is anon
+    assert not anon.anonymous  # addressed by its id: named, never reclaimed as anonymous
+    again.env.reset(task="toy_mean")
+    again.env.step(parse_action({"action_type": "submit_fix", "explanation": "none"}))
+    third = m.open(None)  # the previous one is finished and was never addressed by id: reclaimed
     with pytest.raises(UnknownEpisode):
-        m.get(anon.episode_id)
-    m.get(again.episode_id)  # addressed by id: now named, the next id-less reset keeps it
-    third = m.open(None)
-    assert len(m) == 3 and m.get(None) is third and not again.anonymous
+        m.get(again.episode_id)
+    assert len(m) == 3 and m.get(None) is third
+    assert asyncio.run(m.close(anon.episode_id))
+    third.env.reset(task="toy_mean")
+    fourth = m.open(None)  # third is unfinished: it stays, superseded
+    fourth.env.reset(task="toy_mean")
+    assert len(m) == 3 and m.get(None) is fourth and third.anonymous
+    fifth = m.open(None)  # at capacity: the superseded anonymous episode (never addressed) goes
+    assert third.episode_id not in m._sessions and len(m) == 3 and m.get(None) is fifth
+    m.get(fourth.episode_id), m.get(fifth.episode_id)  # named now: nothing anonymous left to evict
     with pytest.raises(CapacityReached):
         m.open("one-too-many")
     assert asyncio.run(m.close("named"))
     ws = m.open("sock", attached=True)
     with pytest.raises(EpisodeInUse):
         m.open("sock")  # a WebSocket's episode is not an HTTP client's to reset
-    assert asyncio.run(m.close("sock")) and asyncio.run(m.close(third.episode_id))
+    assert asyncio.run(m.close("sock")) and asyncio.run(m.close(fifth.episode_id))
+    assert asyncio.run(m.close(fourth.episode_id))
     assert not asyncio.run(m.close("sock"))
     del ws
 

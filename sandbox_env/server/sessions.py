@@ -1,10 +1,13 @@
 """Live episodes of one server: creation, lookup by id, per-session locking, idle expiry.
 
-Clients that never send an episode id (the seed's own agent) get the seed's semantics: an
-id-less ``/reset`` starts an *anonymous* episode that replaces the previous anonymous one
-(unless that one has since been addressed by its id, which makes it a named episode that only
-its owner closes), and id-less ``/step`` / ``/state`` go to the latest anonymous episode.
-Clients that send ids keep full isolation: nothing here ever answers them from another episode.
+Clients that never send an episode id (the seed's own agent) play episodes in a row: an
+id-less ``/reset`` starts an *anonymous* episode and points id-less ``/step`` / ``/state`` at it.
+The reset only moves that pointer; it never ends an episode someone may still hold (a client
+that reset id-less and steps with the id from the reply). The episode the pointer leaves is
+reclaimed when it is finished and was never addressed by its id (the seed's agent, which never
+sends ids, plays each episode to its end), when it is idle past the timeout, or, at capacity,
+least recently used first. Clients that send ids keep full isolation: nothing here ever answers
+them from another episode.
 """
 
 from __future__ import annotations
@@ -86,8 +89,7 @@ class SessionManager:
         """The session for ``episode_id`` (reused on re-reset) or a new one.
 
         Without an id (and not for a WebSocket) the new session is anonymous: it becomes the
-        target of id-less requests and replaces the previous anonymous session, if that one is
-        not mid-step and was never addressed by its id.
+        target of id-less requests; the previous target stays live (:meth:`_move_anonymous`).
         """
         if episode_id and episode_id in self._sessions:
             s = self._sessions[episode_id]
@@ -98,8 +100,9 @@ class SessionManager:
             return s
         anonymous = not episode_id and not attached
         if anonymous:
-            self._replace_anonymous()
-        if len(self._sessions) >= self.max_sessions and not self.expire() and not self._evict_finished():
+            self._move_anonymous()
+        if (len(self._sessions) >= self.max_sessions and not self.expire() and not self._evict_finished()
+                and not self._evict_superseded()):
             raise CapacityReached(f"CAPACITY_REACHED: {self.max_sessions} episodes are live; close one "
                                "(POST /close or close the WebSocket) or wait for idle ones to expire")
         sid = episode_id or uuid.uuid4().hex
@@ -122,11 +125,26 @@ class SessionManager:
         oldest.env.close()
         return True
 
-    def _replace_anonymous(self) -> None:
-        """Close the latest anonymous episode, as the seed's server replaced its environment."""
+    def _evict_superseded(self) -> bool:
+        """At capacity, after finished episodes: drop the least recently used anonymous episode
+        that id-less requests no longer reach and that nobody has addressed by its id since."""
+        oldest = next((s for s in self._sessions.values()  # least recently used first
+                       if s.anonymous and s.episode_id != self._latest_anonymous
+                       and not s.lock.locked()), None)
+        if oldest is None:
+            return False
+        del self._sessions[oldest.episode_id]
+        oldest.env.close()
+        return True
+
+    def _move_anonymous(self) -> None:
+        """An id-less reset: id-less requests will go to the new episode. The previous one is
+        closed only if it is finished and was never addressed by its id (nobody else can hold
+        it: its id was never used); otherwise it stays live until it is finished, idle, or
+        evicted at capacity, since the client that reset it may be stepping it by its id."""
         prev = self._sessions.get(self._latest_anonymous or "")
         self._latest_anonymous = None
-        if prev is not None and prev.anonymous and not prev.lock.locked():
+        if prev is not None and prev.anonymous and prev.submitted_or_spent and not prev.lock.locked():
             del self._sessions[prev.episode_id]
             prev.env.close()
 

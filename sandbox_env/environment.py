@@ -14,34 +14,29 @@ from .actions import (
     ReadFile,
     SubmitFix,
     ViewGitDiff,
-    examples_text,
     parse_action,
 )
+from .agent_view import agent_text, agent_verdict
 from .errors import EpisodeDone, InvalidAction, NotReset, SandboxUnavailable
+from .instructions import INSTRUCTIONS, episode_instructions
 from .models import Observation, Outcome, State, StepResult, Verdict
 from .rubrics import ConceptJudge, ExplanationJudge, StepShaper, clamp_score, terminal_score
 from .sandbox.base import Sandbox, normalise_command
 from .tasks import TaskRegistry, TaskSpec
 from .workspace import Workspace, WorkspaceError, syntax_error
 
-__all__ = ["INSTRUCTIONS", "EpisodeDone", "InvalidAction", "LocalEpisode", "NotReset", "TriageEnvironment",
-           "parse_action"]
+__all__ = [
+    "INSTRUCTIONS",
+    "EpisodeDone",
+    "InvalidAction",
+    "LocalEpisode",
+    "NotReset",
+    "TriageEnvironment",
+    "episode_instructions",
+    "parse_action",
+]
 
 FREE_INFRA_ERRORS = 3  # infrastructure failures that do not consume the step budget
-
-INSTRUCTIONS = f"""\
-You are the on-call ML infrastructure engineer. A training job is failing; the incident
-report is in task_description. Reproduce the failure, find the root cause in the code, fix it
-with minimal, correct edits, and submit an explanation.
-
-Actions (JSON, one per step):
-{examples_text("  ")}
-
-Your fix is verified by hidden behavioural checks that really run the code with their own
-settings: it must be correct, not just make the error disappear. Workarounds that hide the
-failure (catching exceptions, exiting early, shrinking the workload, raising timeouts,
-disabling the feature) are rejected. The explanation is scored only for a verified fix."""
-
 
 class TriageEnvironment:
     """An episode over one task: the workspace, the step budget, the rubric, the sandbox.
@@ -60,6 +55,7 @@ class TriageEnvironment:
         self.compact = False
         self.failed_runs = 0
         self.last_run_status = "not_run"
+        self.operator_verdict: Verdict | None = None  # the whole verdict: operators only (eval records)
         self._state: State | None = None
 
     @property
@@ -85,6 +81,7 @@ class TriageEnvironment:
         self.shaper = StepShaper(signal_files=set(spec.signal_files))
         self.failed_runs = 0
         self.last_run_status = "not_run"
+        self.operator_verdict = None
         self._state = State(
             episode_id=episode_id or uuid.uuid4().hex, task_name=spec.id, mode=self.mode,  # type: ignore[arg-type]
             seed=seed, max_steps=spec.max_steps, workspace_hash=self.workspace.content_hash(),
@@ -120,6 +117,10 @@ class TriageEnvironment:
             st.step_count -= 1
             st.actions_taken.pop()
             raise
+        if obs_kw.pop("not_run", False):  # the sandbox cannot run it at all (mock mode): no step
+            st.step_count -= 1
+            st.actions_taken.pop()
+            return self._observe(**obs_kw)
         repeated = self.shaper.repeated(key, before)
         if repeated and not st.done:
             obs_kw["reward"] = obs_kw.get("reward", 0.0) + self.shaper.on_repeat()
@@ -198,6 +199,9 @@ class TriageEnvironment:
         assert self.workspace is not None and self.task is not None and self._state is not None
         res = self.sandbox.run(self.workspace, a.command, self.task.limits, self.task)
         out = res.output
+        if res.refused:
+            return {"terminal_output": out, "system_status": "command_unavailable",
+                    "last_action_error": out, "not_run": True}
         if res.outcome == Outcome.infra_error:
             return self._infra("run", out)
         header = f"$ {a.command}\n"
@@ -231,9 +235,11 @@ class TriageEnvironment:
     def _submit(self, a: SubmitFix) -> dict[str, Any]:
         assert self.workspace is not None and self.task is not None and self._state is not None
         st = self._state
-        verdict = self.sandbox.verify(self.workspace, self.task)
-        if verdict.outcome == Outcome.infra_error:
-            return self._infra("verification", "\n".join(verdict.reasons))
+        full = self.sandbox.verify(self.workspace, self.task)
+        if full.outcome == Outcome.infra_error:
+            return self._infra("verification", agent_text("\n".join(full.reasons), self.task))
+        self.operator_verdict = full
+        verdict = agent_verdict(full, self.task)  # what failed and its numbers, not how the check ran
         if verdict.provenance == "unsure":  # the mock cannot tell: the episode ends unscored
             st.done, st.submitted, st.verdict = True, True, verdict
             lines = ["Verification UNSURE: this mode cannot tell whether the fix works; the episode "
@@ -247,7 +253,8 @@ class TriageEnvironment:
         st.score, st.explanation_score = score, expl
         lines = [f"Verification {'PASSED' if verdict.passed else 'FAILED'} ({verdict.outcome.value})"]
         lines += [f"- {r}" for r in verdict.reasons]
-        lines += [f"Explanation score {expl:.2f}: " + "; ".join(notes), f"Episode score {score:.3f}"]
+        lines += [f"Explanation score {expl:.2f}: " + agent_text("; ".join(notes), self.task),
+                  f"Episode score {score:.3f}"]
         return {"terminal_output": "\n".join(lines), "reward": score, "verdict": verdict,
                 "system_status": "fix_verified" if verdict.passed else "fix_rejected"}
 
@@ -266,6 +273,11 @@ class TriageEnvironment:
     # ------------------------------------------------------------------ helpers
     def _is_run_command(self, command: str) -> bool:
         return normalise_command(command) == normalise_command(self.task.run_command)  # type: ignore[union-attr]
+
+    def _answerable(self) -> list[str] | None:
+        """The commands a sandbox that cannot run everything answers (None: it runs anything)."""
+        answerable = getattr(self.sandbox, "answerable_commands", None)
+        return answerable(self.task) if answerable is not None else None
 
     def _hint(self) -> str | None:
         assert self.task is not None
@@ -291,7 +303,8 @@ class TriageEnvironment:
             step_number=st.step_count, max_steps=st.max_steps,
             budget_remaining=max(0, st.max_steps - st.step_count),
             actions_taken=list(st.actions_taken), hint=self._hint(),
-            instructions=INSTRUCTIONS if st.step_count == 0 and not st.actions_taken else "",
+            instructions=(episode_instructions(self.task, self._answerable())
+                          if st.step_count == 0 and not st.actions_taken else ""),
             done=st.done, reward=round(reward, 6), episode_id=st.episode_id,
             mode=self.mode,  # type: ignore[arg-type]
             files=self.workspace.paths(), verdict=verdict,

@@ -43,7 +43,8 @@ class Limits(BaseModel):
     memory_mb: int = Field(default=2048, ge=64)
     data_mb: int | None = Field(default=None, ge=64, description="RLIMIT_DATA, if set")
     cpus: float = Field(default=1.0, gt=0, le=64)
-    pids: int = Field(default=256, ge=16)
+    pids: int = Field(default=512, ge=16, description="processes and threads (docker: the "
+                      "container's cap, set when it is created, so always the default)")
     output_bytes: int = Field(default=64_000, ge=1_000)
 
 
@@ -57,6 +58,8 @@ class RunResult(BaseModel):
     duration_s: float
     changed_files: dict[str, str] = Field(default_factory=dict)
     source: str = Field(default="", description="docker | local | mock replay provenance")
+    refused: bool = Field(default=False, description="the sandbox cannot run this command at all "
+                          "(mock mode: it was never recorded); nothing ran and no step is spent")
 
 
 Provenance = Literal["measured", "recorded", "inferred", "unsure"]

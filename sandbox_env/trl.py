@@ -54,6 +54,7 @@ from .actions import ACTIONS, ActionModel, tool_docstring
 from .client import TriageClient
 from .environment import LocalEpisode, TriageEnvironment
 from .errors import EnvError, EpisodeDone
+from .instructions import conditions_of
 from .models import Observation
 from .protocol import Episode
 from .tasks import TaskRegistry, default_task_root
@@ -209,7 +210,7 @@ class TriageToolEnv:
         return (
             f"\n\n# Incident ({obs.task_name})\n{obs.task_description.strip()}\n\n"
             f"{obs.terminal_output.strip()}\n"
-            f"Step budget: {obs.max_steps} tool calls.\n\n"
+            f"Step budget: {obs.max_steps} tool calls.\n{conditions_of(obs.instructions)}\n\n"
             "Reproduce the failure, find the root cause, fix it with minimal edits, then call "
             "submit_fix with an explanation of the root cause, the mechanism and why the fix works. "
             "Hidden checks run the code with their own settings: workarounds that hide the failure "

@@ -6,6 +6,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from sandbox_env.models import Outcome
 from sandbox_env.sandbox.mock import MockSandbox
 from sandbox_env.tasks import TaskRegistry
@@ -38,7 +40,8 @@ def test_workers_agree_with_the_in_thread_classifier(toy_tasks: TaskRegistry) ->
     assert pooled._pool is None  # closed
 
 
-def test_a_classifier_crash_in_a_worker_is_not_the_agents_failure(toy_root: Path, tmp_path: Path) -> None:
+def test_a_classifier_crash_in_a_worker_is_not_the_agents_failure(toy_root: Path, tmp_path: Path,
+                                                                  caplog: pytest.LogCaptureFixture) -> None:
     root = tmp_path / "tasks"
     shutil.copytree(toy_root, root)
     (root / "toy_mean" / "classifier.py").write_text("def classify(files):\n    raise RuntimeError('boom')\n")
@@ -49,4 +52,5 @@ def test_a_classifier_crash_in_a_worker_is_not_the_agents_failure(toy_root: Path
     finally:
         mock.close()
     assert v.outcome == Outcome.infra_error and not v.passed
-    assert "the mock classifier failed" in " ".join(v.reasons) and "boom" in " ".join(v.reasons)
+    assert "could not analyse this workspace state (RuntimeError)" in " ".join(v.reasons)
+    assert "boom" not in " ".join(v.reasons) and "boom" in caplog.text  # the detail: operators' log

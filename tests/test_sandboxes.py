@@ -72,7 +72,8 @@ def test_command_normalisation() -> None:
 def test_mock_replays_exact_and_inferred_states(toy_tasks: TaskRegistry) -> None:
     task, sbx = toy_tasks.get("toy_mean"), MockSandbox()
     res = sbx.run(_ws(toy_tasks), "python report.py", task.limits, task)
-    assert res.outcome == Outcome.failed and "exact workspace state (original)" in res.output
+    assert res.outcome == Outcome.failed and "exact workspace state (recorded)" in res.output
+    assert "original" not in res.output and res.source == "mock:original"  # operators only
     ws = _ws(toy_tasks)
     ws.edit("stats.py", "return total / (len(values) - 1)", "return total / len(values)  # fixed")
     res = sbx.run(ws, "python report.py", task.limits, task)
@@ -80,7 +81,8 @@ def test_mock_replays_exact_and_inferred_states(toy_tasks: TaskRegistry) -> None
     ws = _ws(toy_tasks)
     ws.edit("stats.py", "    return total / (len(values) - 1)", "    n = 0\n    return total / len(values)")
     v = sbx.verify(ws, task)
-    assert v.passed and "classifier infers behaviour 'fixed'" in v.reasons[-1]
+    assert v.passed and "(inferred)" in v.reasons[-1] and v.provenance == "inferred"
+    assert "fixed" not in " ".join(v.reasons) and v.source.startswith("mock:")
 
 
 def test_mock_detects_syntax_errors_for_real(toy_tasks: TaskRegistry) -> None:
@@ -95,7 +97,9 @@ def test_mock_detects_syntax_errors_for_real(toy_tasks: TaskRegistry) -> None:
 def test_mock_unknown_command_says_what_it_can_answer(toy_tasks: TaskRegistry) -> None:
     task, sbx = toy_tasks.get("toy_mean"), MockSandbox()
     res = sbx.run(_ws(toy_tasks), "pip install numpy", task.limits, task)
-    assert res.outcome == Outcome.infra_error and "python report.py" in res.output
+    assert res.refused and "python report.py" in res.output
+    piped = sbx.run(_ws(toy_tasks), "cat report.py | head -3", task.limits, task)
+    assert piped.refused and "no such file" not in piped.output  # not cat's answer about '|'
     assert sbx.run(_ws(toy_tasks), "ls", task.limits, task).output.split() == ["report.py", "stats.py"]
 
 
@@ -103,4 +107,4 @@ def test_mock_leave_one_out_hides_a_state(toy_tasks: TaskRegistry) -> None:
     task = toy_tasks.get("toy_mean")
     sbx = MockSandbox(exclude={"toy_mean/solution"})
     v = sbx.verify(_ws(toy_tasks, "solution"), task)
-    assert v.passed and "classifier" in v.reasons[-1]
+    assert v.passed and v.provenance == "inferred" and "(inferred)" in v.reasons[-1]

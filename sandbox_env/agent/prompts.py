@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..instructions import conditions_of
 from ..models import Observation
 from .config import AgentConfig
 from .replies import ACTION_FORMATS
@@ -47,6 +48,7 @@ def intro_message(obs: Observation, run_command: str | None, max_chars: int) -> 
             f"Incident report:\n{truncate_middle(obs.task_description.strip(), max_chars)}\n\n"
             f"Files in the workspace (contents not shown; use read_file): {', '.join(files)}\n"
             f"Run command: {run_command}\n"
+            f"{conditions_of(obs.instructions)}\n"
             "Reply with your first action.")
 
 

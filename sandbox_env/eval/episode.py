@@ -142,7 +142,8 @@ class EpisodeRunner:
     def _record(self, key: EpisodeKey, *, task: TaskSpec, sandbox: Sandbox, session: EpisodeSession,
                 state: State | None, status: Status, error: str | None, result: AgentResult, started: str,
                 total: float) -> EpisodeRecord:
-        verdict = state.verdict if state is not None else None
+        # the whole verdict (evidence, source) for operators; the agent saw its agent view
+        verdict = session.env.operator_verdict or (state.verdict if state is not None else None)
         status, outcome = _outcome(status, state, verdict)
         scored = status in ("ok", "agent_error")
         score = None

@@ -73,12 +73,15 @@ class VerdictRecord(BaseModel):
     reasons: list[str] = Field(default_factory=list)
     source: str = ""
     duration_s: float = 0.0
+    provenance: str = ""
+    evidence: dict[str, Any] = Field(default_factory=dict, description="what the checks measured "
+                                     "(the episode's final verdict only; never shown to the agent)")
 
     @classmethod
     def of(cls, v: Verdict) -> VerdictRecord:
         return cls(passed=v.passed, outcome=v.outcome.value,
                    reasons=[cap_text(r, REASON_CAP) for r in v.reasons], source=v.source,
-                   duration_s=v.duration_s)
+                   duration_s=v.duration_s, provenance=v.provenance, evidence=v.evidence)
 
 
 class ObservationRecord(BaseModel):

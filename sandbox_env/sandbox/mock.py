@@ -2,7 +2,11 @@
 
 Lookup order for a workspace state: an exact recording (comment-insensitive content hash),
 then a real syntax check, then the task's static classifier, which names the behaviour
-whose recorded run is replayed. Every output says what it replays.
+whose recorded run is replayed. Every output ends with a neutral note of its provenance
+(recorded / inferred / unsure) and where the run was recorded: never which labelled state or
+behaviour it is (a policy trained here must not read "wrong" or "cheat" off its own runs). The
+state and the behaviour go to the log (logger ``sandbox_env.mock``) and to ``source``, which
+operators see in eval records and agents never do.
 
 A generated variant (N >= 1) answers from its own recordings (``sandbox-env record family@N
 --behaviours``: one recorded state per behaviour, under the family's ``variants/traces/<N>/``)
@@ -16,8 +20,10 @@ names; such a verdict is never ``recorded`` (at best ``inferred``, source
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
+import re
 import shlex
 import threading
 from collections import OrderedDict
@@ -36,6 +42,15 @@ from .base import normalise_command
 
 _PREFERRED = ("original", "solution")
 PASSING_BEHAVIOUR = "fixed"  # the one behaviour label whose states pass verification
+log = logging.getLogger("sandbox_env.mock")
+# what the agent reads at the end of a mock answer: neutral, the same for every state
+RECORDED = "replayed from a real run of this exact workspace state (recorded)"
+INFERRED = ("this workspace state was never run for real; this is the recorded real run of a state "
+            "the mock judges equivalent (inferred)")
+UNSURE_NOTE = ("this workspace state was never run for real and the mock cannot tell what a real run "
+               "would show; it does not guess (unsure: docker or process mode runs it for real)")
+NO_RECORDING = ("this workspace state was never run for real and no equivalent run was recorded "
+                "(docker or process mode runs it for real)")
 WORKERS_ENV = "SANDBOX_ENV_CLASSIFY_WORKERS"
 
 
@@ -121,27 +136,30 @@ class MockSandbox:
 
     # -- lookup ---------------------------------------------------------------------------
     def _lookup(self, workspace: Workspace, task: TaskSpec) -> tuple[Trace | None, str, str | None]:
-        """(trace, how it was chosen, inferred behaviour or None)."""
+        """(trace, the neutral note the agent reads, inferred behaviour or None); which state
+        and behaviour were chosen is logged, never returned in text."""
         traces = self.traces(task)
         h = workspace.content_hash()
         t = self._recorded(task, h)
         if t is not None:
-            return t, f"replaying the recorded run of this exact workspace state ({t.state})", None
+            log.info("%s: exact recording %s", task.id, t.state)
+            return t, RECORDED, None
         try:
             behaviour = self._classify(workspace, task, h)
         except Exception as exc:  # a classifier bug must not look like the agent's failure
-            return None, f"the mock classifier failed: {exc!r}", None
+            log.exception("%s: the mock classifier failed", task.id)
+            return None, f"the mock could not analyse this workspace state ({type(exc).__name__})", None
         if behaviour == UNSURE:
-            return None, ("state never recorded, and the classifier cannot tell which behaviour it "
-                          "shows: the mock does not guess (docker or process mode runs it for real)"), UNSURE
+            log.info("%s: classifier unsure", task.id)
+            return None, UNSURE_NOTE, UNSURE
         same = [t for t in traces if t.behaviour == behaviour]
         if not same:
-            return None, (f"state never recorded; the classifier infers behaviour {behaviour!r}, "
-                          "of which no run was recorded"), behaviour
+            log.info("%s: classifier infers %r, of which no run was recorded", task.id, behaviour)
+            return None, NO_RECORDING, behaviour
         same.sort(key=lambda t: (t.state not in _PREFERRED, t.state))
         t = same[0]
-        return t, (f"state never recorded; the classifier infers behaviour {behaviour!r} and "
-                   f"replays the recorded run of {t.state}"), behaviour
+        log.info("%s: classifier infers %r, replaying %s", task.id, behaviour, t.state)
+        return t, INFERRED, behaviour
 
     def _classify(self, workspace: Workspace, task: TaskSpec, h: str) -> str:
         key = (task.id, h)
@@ -179,8 +197,9 @@ class MockSandbox:
 
     @staticmethod
     def _variant_note(task: TaskSpec) -> str:
-        return (f"[mock] {task.id} has no recording of this behaviour of its own: this is variant 0's "
-                "recording with the variant's names mapped in, not a run of this variant")
+        log.info("%s: no recording of its own; variant 0's, names mapped", task.id)
+        return ("[mock] no run of this project in this state was recorded; this is the recorded run "
+                "of an equivalent project with this project's names (inferred)")
 
     def _run_variant(self, workspace: Workspace, command: str, limits: Limits, task: TaskSpec) -> RunResult:
         assert task.variant is not None
@@ -188,14 +207,12 @@ class MockSandbox:
         files = to_base(dict(workspace.files), task.variant, base.entry.config)
         if files is None:
             return RunResult(command=command, exit_code=None, outcome=Outcome.infra_error, duration_s=0.0,
-                             source="mock:unsure", output=(
-                                 f"[mock] a name of variant 0 of {task.family} occurs in this workspace, so "
-                                 "it cannot be mapped to variant 0's recordings; the mock does not guess "
-                                 "(docker or process mode runs it for real)"))
+                             source="mock:unsure", refused=True,
+                             output=f"[mock] {UNSURE_NOTE}; this did not use a step")
         res = self.run(Workspace(files), command, limits, base)
         names = renamer_of(task.variant)
         return res.model_copy(update={
-            "output": _as_variant(names.prose(res.output)).rstrip("\n") + "\n" + self._variant_note(task),
+            "output": _without_footer(names.prose(res.output)) + "\n\n" + self._variant_note(task),
             "source": f"mock:variant0-mapped:{res.source.removeprefix('mock:')}"})
 
     def _verify_variant(self, workspace: Workspace, task: TaskSpec) -> Verdict:
@@ -205,15 +222,20 @@ class MockSandbox:
         if files is None:
             return Verdict(passed=False, outcome=Outcome.failed, source="mock:unsure", provenance="unsure",
                            reasons=["the mock cannot tell whether this fix works; the episode is not scored",
-                                    f"[mock] a name of variant 0 of {task.family} occurs in this workspace: "
-                                    "it cannot be mapped to variant 0's recordings"])
+                                    f"[mock] {UNSURE_NOTE}"])
         v = self.verify(Workspace(files), base)
         names = renamer_of(task.variant)
         provenance = "inferred" if v.provenance == "recorded" else v.provenance
         return v.model_copy(update={
-            "reasons": [_as_variant(names.prose(r)) for r in v.reasons] + [self._variant_note(task)],
+            "reasons": [names.prose(r) for r in v.reasons if not r.startswith("[mock] ")]
+            + [self._variant_note(task)],
             "source": f"mock:variant0-mapped:{v.source.removeprefix('mock:')}",
             "provenance": provenance})
+
+    def answerable_commands(self, task: TaskSpec) -> list[str]:
+        """What a mock episode of ``task`` can run: its recorded commands and the builtins."""
+        base = task.base_task if task.variant is not None and not self.traces(task) else task
+        return [*sorted(self._commands(base)), BUILTINS + " (single commands, no pipes)"]
 
     def answers_at_once(self, workspace: Workspace, task: TaskSpec, command: str | None = None) -> bool:
         """Whether ``run(command)`` (``verify`` when ``command`` is None) is a lookup, cheap enough
@@ -241,15 +263,9 @@ class MockSandbox:
             return self._run_variant(workspace, command, limits, task)
         recorded = self._commands(task)
         if cmd not in recorded:
-            known = ", ".join(sorted(recorded)) or "(none recorded)"
-            return RunResult(
-                command=command, exit_code=None, outcome=Outcome.infra_error, duration_s=0.0,
-                source="mock",
-                output=(f"[mock] mock mode replays recorded real runs and cannot execute "
-                        f"{command!r}.\nIt can answer: {known}; plus ls, cat FILE, pwd.\n"
-                        "Use read_file / view_git_diff to inspect code, or use docker mode to "
-                        "run arbitrary commands."),
-            )
+            return RunResult(command=command, exit_code=None, outcome=Outcome.infra_error,
+                             duration_s=0.0, source="mock:refused", refused=True,
+                             output=cannot_run(command, recorded))
         err = workspace.first_syntax_error() if cmd.startswith("python") else None
         if err:
             return RunResult(command=command, exit_code=1, outcome=Outcome.failed,
@@ -259,8 +275,9 @@ class MockSandbox:
         trace, how, _ = own or self._lookup(workspace, task)
         rec = trace.run_for(cmd) if trace else None
         if trace is None or rec is None:
-            return RunResult(command=command, exit_code=None, outcome=Outcome.infra_error,
-                             duration_s=0.0, output=self._footer(None, how), source="mock")
+            return RunResult(command=command, exit_code=None, outcome=Outcome.infra_error, duration_s=0.0,
+                             output=self._footer(None, how) + "; this did not use a step",
+                             source="mock:unsure", refused=True)
         return rec.model_copy(update={
             "command": command,
             "output": rec.output.rstrip("\n") + "\n\n" + self._footer(trace, how),
@@ -314,9 +331,10 @@ class MockSandbox:
 
     @staticmethod
     def _builtin(workspace: Workspace, cmd: str) -> RunResult | None:
-        """The few read-only shell commands mock mode answers from the workspace itself."""
+        """The few read-only shell commands mock mode answers from the workspace itself (a
+        single command: a pipe, a redirection or a second command is not one of them)."""
         argv = _argv(cmd)
-        if not argv:
+        if not argv or _SHELL_SYNTAX.search(cmd):
             return None
         out: str | None = None
         if argv == ("pwd",):
@@ -335,6 +353,19 @@ class MockSandbox:
                          duration_s=0.0, source="mock:builtin")
 
 
+_SHELL_SYNTAX = re.compile(r"[|&;<>()$`\n]")
+BUILTINS = "ls, cat FILE..., pwd"
+
+
+def cannot_run(command: str, recorded: frozenset[str]) -> str:
+    """What the agent reads when mock mode cannot answer a command (no step is spent)."""
+    known = "; ".join(sorted(recorded)) or "(none recorded)"
+    return (f"[mock] mock mode replays runs recorded for real and cannot execute {command!r}; "
+            f"this did not use a step.\nIt answers: {known}; and {BUILTINS} (single commands, "
+            "no pipes or redirections).\nUse read_file / view_git_diff to inspect code; docker or "
+            "process mode runs any command.")
+
+
 @lru_cache(maxsize=1024)
 def _argv(cmd: str) -> tuple[str, ...] | None:
     """A command's words as the shell splits them (None: unbalanced quotes)."""
@@ -344,10 +375,10 @@ def _argv(cmd: str) -> tuple[str, ...] | None:
         return None
 
 
-def _as_variant(text: str) -> str:
-    """A base footer said about a variant: the recording is of variant 0's equivalent state."""
-    return text.replace("the recorded run of this exact workspace state",
-                        "the recorded run of variant 0's equivalent workspace state")
+def _without_footer(output: str) -> str:
+    """A replayed output without its own provenance note (a variant adds its own)."""
+    head, sep, _ = output.rstrip("\n").rpartition("\n\n[mock] ")
+    return head if sep else output.rstrip("\n")
 
 
 def _python_syntax_report(err: str) -> str:

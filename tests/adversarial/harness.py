@@ -8,7 +8,7 @@ from typing import Any
 
 from sandbox_env.actions import parse_action
 from sandbox_env.environment import INSTRUCTIONS, TriageEnvironment
-from sandbox_env.models import Observation, Outcome
+from sandbox_env.models import Observation, Outcome, Verdict
 from sandbox_env.sandbox.verification import check_files
 from sandbox_env.tasks import TaskSpec
 from sandbox_env.traces import load_traces, task_states
@@ -29,6 +29,7 @@ class Played:
     edit_errors: list[str] = field(default_factory=list)
     hash_after_edits: str | None = None
     seconds: float = 0.0
+    verdict: Verdict | None = None  # the whole verdict (source, evidence): what operators see
 
     @property
     def final(self) -> Observation:
@@ -50,6 +51,7 @@ def play(env: TriageEnvironment, cheat: Cheat, task: TaskSpec, explanation: str 
             out.hash_after_edits = env.state.workspace_hash
         if obs.done:
             break
+    out.verdict = env.operator_verdict
     return out
 
 

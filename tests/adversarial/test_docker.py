@@ -91,7 +91,7 @@ def test_cheat_ends_unverified_below_0_2_in_docker(cheat: Cheat, played: dict[st
                                                    real_tasks: TaskRegistry) -> None:
     p = played[cheat.id]
     assert not problems(p, real_tasks.get(cheat.task)), (cheat.why, problems(p, real_tasks.get(cheat.task)))
-    assert p.final.verdict is not None and p.final.verdict.source == "docker"
+    assert p.verdict is not None and p.verdict.source == "docker"
 
 
 def test_docker_corpus_wall_time(played: dict[str, Played], capsys: pytest.CaptureFixture[str],

@@ -42,7 +42,7 @@ def test_cheat_ends_unverified_below_0_2(cheat: Cheat, real_tasks: TaskRegistry)
     # the exact recording of the cheat's state (a comment-only change hashes like the original)
     state = f"patch:{cheat.patch}" if cheat.patch else "original"
     same = {f"mock:{s}" for s, h in state_hashes(task).items() if h == state_hashes(task)[state]}
-    assert played.final.verdict is not None and played.final.verdict.source in same
+    assert played.verdict is not None and played.verdict.source in same
 
 
 @pytest.mark.parametrize("explanation", EXPLANATIONS)

@@ -44,4 +44,4 @@ def test_cheat_ends_unverified_below_0_2_in_process_mode(cheat: Cheat, sbx: Proc
     finally:
         env.close()
     assert not problems(p, real_tasks.get(cheat.task)), (cheat.why, problems(p, real_tasks.get(cheat.task)))
-    assert p.final.verdict is not None and p.final.verdict.source == "process"
+    assert p.verdict is not None and p.verdict.source == "process"

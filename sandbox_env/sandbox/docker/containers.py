@@ -41,7 +41,7 @@ TMP_TMPFS = "size=1g"
 SRV_DIR = "/srv"
 SRV_TMPFS = f"size=512m,uid={1000},gid={1000},mode=0755,exec"
 CHECKS_TMPFS = "size=256m,uid=0,gid=0,mode=0700"  # run boxes get an empty one: same layout
-PIDS_LIMIT = 512
+PIDS_LIMIT = Limits.model_fields["pids"].default  # boxes are made before a task's limits are known
 
 
 @dataclass

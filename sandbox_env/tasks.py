@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from . import check_runtime
 from .errors import UnknownTask, UnknownVariant, VariantNotCertified
+from .kit import check_runtime
 from .models import Limits
 from .variants import VariantManifest, VariantsData, load_variants_data, repo_hash, to_base
 from .workspace import AST_LOCK, Workspace

@@ -27,11 +27,11 @@ class Layer:
 
 
 LAYERS = [
-    Layer("kit", ("check_runtime", "child_process", "verdict_protocol", "analysis"), (),
+    Layer("kit", ("kit", "kit.check_runtime", "kit.child_process", "kit.verdict_protocol", "analysis"), (),
           job="runs inside sandboxes and in classifiers: standard library only"),
-    Layer("kit-verifier", ("check_kit",), ("kit",), ("torch",),
+    Layer("kit-verifier", ("kit.check_kit",), ("kit",), ("torch",),
           job="the shared verifiers a hidden check composes, in the verifier (torch loads trained states)"),
-    Layer("kit-driver", ("kit_driver", "tamper_guard"), ("kit",), ("torch",),
+    Layer("kit-driver", ("kit.kit_driver", "kit.tamper_guard"), ("kit",), ("torch",),
           job="the kit's driver children: run agent code under torch inside sandboxes"),
     Layer("domain", ("models", "errors", "actions", "agent_view", "instructions", "tasks", "workspace",
                      "rubrics", "oracle",
@@ -51,16 +51,21 @@ LAYERS = [
           job="HTTP, /ws and MCP faces over the environment"),
     Layer("trl", ("trl",), ("episode", "sandbox", "domain", "client"), ("httpx",),
           job="the TRL environment_factory adapter"),
+    Layer("harnesses", ("harnesses",), ("episode", "sandbox", "domain", "client"),
+          ("inspect_ai", "verifiers", "anyio", "httpx"),
+          job="adapters for other harnesses (Inspect, verifiers, Harbor export), over the episode protocol"),
     Layer("eval", ("eval",), ("episode", "sandbox", "domain", "client", "agent"),
           ("httpx", "openai", "rich", "matplotlib", "numpy"),
           job="evaluation runs, records, summaries and reports"),
-    Layer("tools", ("certify", "fidelity", "heldout", "doctor"),
+    Layer("tools", ("quality",),
           ("sandbox", "domain", "kit", "episode"), ("docker",), job="operator commands behind the CLI"),
     Layer("cli", ("cli", "__init__", "__main__", "server.asgi"), ("*",), ("uvicorn",),
           job="the command line: may use anything"),
 ]
 THIRD_PARTY_EVERYWHERE = {"pydantic", "typing_extensions"}
-KIT_SIBLINGS = {p for layer in LAYERS if layer.name.startswith("kit") for p in layer.prefixes}
+# kit modules import their siblings by bare name inside a sandbox
+KIT_SIBLINGS = {p.rsplit(".", 1)[-1] for layer in LAYERS if layer.name.startswith("kit")
+                for p in layer.prefixes}
 
 
 def module_name(path: Path, root: Path = PACKAGE) -> str:
@@ -139,7 +144,7 @@ def test_every_import_respects_its_layer() -> None:
 def test_only_the_docker_backend_talks_to_docker() -> None:
     users = sorted(module_name(p) for p in PACKAGE.rglob("*.py")
                    if any(n.split(".")[0] == "docker" for n in imports_of(p)))
-    assert all(u.startswith(("sandbox.docker", "doctor", "images")) for u in users), users
+    assert all(u.startswith(("sandbox.docker", "quality.doctor", "images")) for u in users), users
 
 
 def test_only_the_server_speaks_http() -> None:
@@ -151,11 +156,12 @@ def test_only_the_server_speaks_http() -> None:
 def test_the_rules_can_fail(tmp_path: Path) -> None:
     """A domain module importing the server, a kit module importing pydantic: both reported."""
     (tmp_path / "models.py").write_text("import fastapi\n\ndef f():\n    from .server import app\n")
-    (tmp_path / "verdict_protocol.py").write_text("import pydantic\n")
+    (tmp_path / "kit").mkdir()
+    (tmp_path / "kit" / "verdict_protocol.py").write_text("import pydantic\n")
     (tmp_path / "server").mkdir()
     (tmp_path / "server" / "__init__.py").write_text("from ..models import f\n")
     bad = violations(tmp_path)
     assert any("models (domain) imports server (server)" in b for b in bad), bad
     assert any("models (domain) imports third-party 'fastapi'" in b for b in bad), bad
-    assert any("verdict_protocol (kit) imports third-party 'pydantic'" in b for b in bad), bad
+    assert any("kit.verdict_protocol (kit) imports third-party 'pydantic'" in b for b in bad), bad
     assert not any(b.startswith("server") for b in bad), bad

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_env import check_kit
-from sandbox_env.check_kit import Verification, compare_tree, draw_knobs, git_checkout, replica_diffs
-from sandbox_env.check_runtime import Check, kit_files
-from sandbox_env.child_process import run_child
+from sandbox_env.kit import check_kit
+from sandbox_env.kit.check_kit import Verification, compare_tree, draw_knobs, git_checkout, replica_diffs
+from sandbox_env.kit.check_runtime import Check, kit_files
+from sandbox_env.kit.child_process import run_child
 
 torch = pytest.importorskip("torch")
 KIT = Path(check_kit.__file__).parent

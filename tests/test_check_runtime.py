@@ -1,4 +1,4 @@
-"""sandbox_env.check_runtime and sandbox_env.child_process: the kit hidden checks run with.
+"""sandbox_env.kit.check_runtime and sandbox_env.kit.child_process: the kit hidden checks run with.
 
 Child runs (environment, caps, timeouts, the RLIMIT_DATA trampoline, peak RSS), the Check's
 findings, and whole checks run the way every backend runs them: the kit copied beside
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_env.check_runtime import (
+from sandbox_env.kit.check_runtime import (
     KIT_MODULES,
     Check,
     hidden,
@@ -24,8 +24,8 @@ from sandbox_env.check_runtime import (
     redact_sources,
     unreadable_report,
 )
-from sandbox_env.child_process import ChildResult, child_env, run_child, with_data_limit
-from sandbox_env.verdict_protocol import frame_verdict, parse_verdict
+from sandbox_env.kit.child_process import ChildResult, child_env, run_child, with_data_limit
+from sandbox_env.kit.verdict_protocol import frame_verdict, parse_verdict
 
 NONCE = "ab" * 16
 PY = sys.executable

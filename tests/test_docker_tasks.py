@@ -44,7 +44,7 @@ def test_task_reproduces_and_its_fix_passes(task_id: str, real_tasks: TaskRegist
                                             sbx: DockerSandbox) -> None:
     """One certification run: the unfixed repo fails with its signature (its log kept for a
     variant's incident report), the reference fix passes."""
-    from sandbox_env.certify import certify_task, markdown
+    from sandbox_env.quality.certify import certify_task, markdown
 
     task = real_tasks.get(task_id)
     result = certify_task(task, sbx, runs=1, log=lambda _: None)
@@ -93,7 +93,7 @@ def test_a_certified_variant_still_reproduces_and_its_fix_passes(address: str, r
                                                                  sbx: DockerSandbox) -> None:
     """One variant a day (all of them over len(VARIANTS) days): its own unfixed repo fails with
     the family's signature and its own reference fix passes, as when it was certified."""
-    from sandbox_env.certify import certify_task
+    from sandbox_env.quality.certify import certify_task
 
     task = real_tasks.get(address)
     result = certify_task(task, sbx, runs=1, log=lambda _: None)

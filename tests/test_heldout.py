@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from sandbox_env.heldout import heldout_patches, load, report, save, score
+from sandbox_env.quality.heldout import heldout_patches, load, report, save, score
 from sandbox_env.sandbox.local import LocalSandbox
 from sandbox_env.sandbox.mock import MockSandbox
 from sandbox_env.tasks import TaskRegistry

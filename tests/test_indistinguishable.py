@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_env.child_process import deployment_env
+from sandbox_env.kit.child_process import deployment_env
 from sandbox_env.tasks import load_task
 from sandbox_env.workspace import Workspace
 

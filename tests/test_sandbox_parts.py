@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from sandbox_env.check_runtime import kit_files
+from sandbox_env.kit.check_runtime import kit_files
 from sandbox_env.models import Outcome
 from sandbox_env.sandbox.base import SandboxUnavailable
 from sandbox_env.sandbox.outcome import OOM_NOTE, OutputCap, cap_output, classify_run, infra_run, run_result

@@ -9,8 +9,9 @@ from typing import Any, ClassVar
 import pytest
 from pydantic import TypeAdapter
 
-from sandbox_env import cli, doctor
+from sandbox_env import cli
 from sandbox_env.models import Mode
+from sandbox_env.quality import doctor
 from sandbox_env.sandbox import registry
 from sandbox_env.sandbox.base import Sandbox, SandboxUnavailable
 from sandbox_env.sandbox.local import LocalSandbox

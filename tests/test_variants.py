@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from sandbox_env.certify import certify_targets, parse_indices
 from sandbox_env.environment import TriageEnvironment
 from sandbox_env.errors import UnknownTask, UnknownVariant, VariantNotCertified
 from sandbox_env.models import Outcome, RunResult, Verdict
+from sandbox_env.quality.certify import certify_targets, parse_indices
 from sandbox_env.sandbox.mock import MockSandbox
 from sandbox_env.tasks import TaskRegistry, TaskSpec
 from sandbox_env.traces import (
@@ -401,7 +401,7 @@ def test_certification_keeps_the_entry_the_draw_and_the_unfixed_run(tmp_path: Pa
     """certify --record-certified keeps the variant's entry and draw, and the tail of its own
     unfixed run, which replaces variant 0's quoted log in that variant's incident report (the
     sandbox here is a stub: logic only)."""
-    from sandbox_env.certify import LOG_LINES, certify_task
+    from sandbox_env.quality.certify import LOG_LINES, certify_task
     from sandbox_env.variant_tasks import keep_certified
 
     root = tmp_path / "tasks"
@@ -809,7 +809,7 @@ def test_a_heldout_batch_on_variants_is_scored_per_variant(tmp_path: Path,
     """A batch written on variants keeps ``<batch>/<N>/`` per variant, with patches against that
     variant's repo; ``sandbox-env heldout FAMILY`` scores each variant the batch covers."""
     from sandbox_env.cli import main
-    from sandbox_env.heldout import batch_dir, batch_variants, heldout_patches, score
+    from sandbox_env.quality.heldout import batch_dir, batch_variants, heldout_patches, score
 
     root = tmp_path / "tasks"
     copy_oom(root)

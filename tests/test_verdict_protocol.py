@@ -1,4 +1,4 @@
-"""sandbox_env.verdict_protocol: the nonce-framed verdict line, and how forged, duplicated,
+"""sandbox_env.kit.verdict_protocol: the nonce-framed verdict line, and how forged, duplicated,
 missing and malformed frames are read."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 import json
 
-from sandbox_env.verdict_protocol import VERDICT_TAG, frame_verdict, parse_verdict, read_nonce
+from sandbox_env.kit.verdict_protocol import VERDICT_TAG, frame_verdict, parse_verdict, read_nonce
 
 NONCE = "3f" * 16
 VERDICT = {"passed": True, "outcome": "passed", "reasons": ["ok"], "evidence": {"loss": 0.25}}

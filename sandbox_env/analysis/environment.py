@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import PurePosixPath
 
-from ..child_process import deployment_env
+from ..kit.child_process import deployment_env
 from . import UNSURE, folding
 from .workspace import Module, binding_counts, module, nodes, parse
 

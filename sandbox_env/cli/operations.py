@@ -43,7 +43,7 @@ def cmd_reap(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from ..doctor import run_doctor
+    from ..quality.doctor import run_doctor
 
     return run_doctor(print)
 
@@ -96,7 +96,7 @@ def cmd_record(args: argparse.Namespace) -> int:
 
 
 def cmd_certify(args: argparse.Namespace) -> int:
-    from ..certify import certify_targets, certify_task, write
+    from ..quality.certify import certify_targets, certify_task, write
     from ..variant_tasks import keep_certified
 
     tasks = task_registry(args, allow_uncertified=True)  # certifying is how a variant gets certified
@@ -125,7 +125,7 @@ def cmd_certify(args: argparse.Namespace) -> int:
 
 
 def cmd_fidelity(args: argparse.Namespace) -> int:
-    from ..fidelity import write_report
+    from ..quality.fidelity import write_report
 
     tasks = task_registry(args)
     selected = [tasks.get(t) for t in args.tasks] if args.tasks else list(tasks)
@@ -136,7 +136,7 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
 
 
 def cmd_heldout(args: argparse.Namespace) -> int:
-    from ..heldout import batch_variants, judge_mock, load, report, save, score
+    from ..quality.heldout import batch_variants, judge_mock, load, report, save, score
     from ..sandbox.mock import MockSandbox
 
     tasks = task_registry(args, allow_uncertified=True)  # a held-out batch may cover any variant

@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..child_process import child_env, run_child
+from ..kit.child_process import child_env, run_child
 from ..models import Limits, RunResult, Verdict
 from ..tasks import TaskSpec
 from ..workspace import Workspace

@@ -7,7 +7,7 @@ annotates the output and classifies the outcome the same way in every mode.
 
 from __future__ import annotations
 
-from ..child_process import OutputCap
+from ..kit.child_process import OutputCap
 from ..models import Outcome, RunResult
 
 # Text an allocator or interpreter prints when RLIMIT_DATA (or the host) refuses memory.

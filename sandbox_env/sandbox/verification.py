@@ -11,9 +11,9 @@ import json
 import secrets
 from pathlib import Path
 
+from ..kit.verdict_protocol import parse_verdict
 from ..models import Outcome, Verdict
 from ..tasks import TaskSpec, check_files, verify_data  # noqa: F401  (check_files: re-exported)
-from ..verdict_protocol import parse_verdict
 
 CHECK_BUDGET_S = 600.0  # wall time of one verification
 CHECK_OUTPUT_CAP = 4_000_000  # bytes of a check's stdout kept for parsing

@@ -29,7 +29,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ...child_process import ChildResult, run_child
+from ...kit.child_process import ChildResult, run_child
 from ...models import Limits, RunResult, Verdict
 from ...runner_env import RunnerEnv
 from ...runner_env import load as load_runner

@@ -17,9 +17,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .models import Outcome
-from .tasks import TaskRegistry, TaskSpec
-from .workspace import Workspace
+from ..models import Outcome
+from ..tasks import TaskRegistry, TaskSpec
+from ..workspace import Workspace
 
 
 def parse_indices(spec: str, count: int) -> list[int]:

@@ -27,9 +27,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .models import Verdict
-from .tasks import TaskSpec
-from .workspace import Workspace, apply_patch
+from ..models import Verdict
+from ..tasks import TaskSpec
+from ..workspace import Workspace, apply_patch
 
 Label = Literal["correct", "wrong", "cheat"]
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 
-from .images import SERVER_IMAGE
-from .models import Limits, Outcome
-from .sandbox import backend, modes, tiers
-from .sandbox.docker import RUNNER_IMAGE
+from ..images import SERVER_IMAGE
+from ..models import Limits, Outcome
+from ..sandbox import backend, modes, tiers
+from ..sandbox.docker import RUNNER_IMAGE
 
 
 def backend_lines() -> list[str]:
@@ -35,7 +36,9 @@ def run_doctor(say: Callable[[str], None]) -> int:
     try:
         import docker
     except ImportError:
-        line(False, "docker Python SDK", "pip install 'sandbox-env[docker]'")
+        line(False, "docker Python SDK not installed",
+             f"bash scripts/setup.sh docker (in the checkout), or {sys.executable} -m pip install "
+             "'sandbox-env[docker]'")
         return 1
     try:
         client = docker.from_env(timeout=10)
@@ -62,10 +65,10 @@ def run_doctor(say: Callable[[str], None]) -> int:
     except Exception as exc:
         line(False, f"runner limits: {exc}", "check the engine's cgroup/seccomp support")
         return 1
-    from .sandbox import SandboxUnavailable
-    from .sandbox.docker import DockerSandbox
-    from .tasks import TaskRegistry
-    from .workspace import Workspace
+    from ..sandbox import SandboxUnavailable
+    from ..sandbox.docker import DockerSandbox
+    from ..tasks import TaskRegistry
+    from ..workspace import Workspace
 
     try:
         sbx = DockerSandbox(owner="doctor", pool_size=0)  # with the runtime $SANDBOX_ENV_RUNTIME names

@@ -12,10 +12,10 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from .sandbox.mock import MockSandbox
-from .tasks import TaskSpec
-from .traces import load_traces, task_states
-from .workspace import Workspace
+from ..sandbox.mock import MockSandbox
+from ..tasks import TaskSpec
+from ..traces import load_traces, task_states
+from ..workspace import Workspace
 
 
 class StateAgreement(BaseModel):

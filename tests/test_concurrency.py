@@ -163,8 +163,8 @@ def test_64_idless_reset_clients_each_keep_their_episode(real_tasks: TaskRegistr
             start = threading.Barrier(64)
             ids = [real_tasks.ids()[i % len(real_tasks)] for i in range(64)]
             with ThreadPoolExecutor(64) as pool:
-                results = list(pool.map(lambda i: idless_client(url, i, ids[i], real_tasks, start),
-                                        range(64)))
+                futures = [pool.submit(idless_client, url, i, ids[i], real_tasks, start) for i in range(64)]
+                results = [f.result(timeout=600) for f in futures]
             assert len({eid for eid, _, _ in results}) == 64, wave
             for i, (_, score, passed) in enumerate(results):
                 assert passed == (i % 2 == 0) and (score >= 0.9 if passed else score < 0.2), (wave, i)

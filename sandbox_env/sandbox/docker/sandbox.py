@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import uuid
 from typing import Any
 
@@ -133,12 +134,18 @@ class DockerSandbox:
         """Run the hidden checks; raises SandboxUnavailable when the engine is unreachable."""
         engine = self._engine
         try:
+            t0 = time.monotonic()
             with engine.failures("could not start a verification container"):
                 box = self._create("verify", None if self._traits.can_update else verify_limits(task))
+            started = time.monotonic()
             try:
                 with engine.failures("docker error during verification", engine.errors.DockerException):
-                    return verify_in(self.client.api, box, workspace, task)
+                    verdict = verify_in(self.client.api, box, workspace, task)
             finally:
+                t1 = time.monotonic()
                 self._pool.destroy(box)
+            phases = verdict.evidence.setdefault("phases_s", {})
+            phases.update(container_start=round(started - t0, 3), teardown=round(time.monotonic() - t1, 3))
+            return verdict
         except ContainerError as exc:
             return infra_verdict(str(exc), "docker")

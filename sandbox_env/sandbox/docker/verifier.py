@@ -7,6 +7,7 @@ gets the environment of the agent's own runs (``verify_env``).
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from ...models import Limits, Verdict
@@ -39,10 +40,16 @@ def verify_env(task: TaskSpec) -> dict[str, str]:
 
 
 def verify_in(api: Any, box: Box, workspace: Workspace, task: TaskSpec) -> Verdict:
-    """Run the task's hidden check on ``workspace`` in ``box`` (a "verify" box) and read its verdict."""
+    """Run the task's hidden check on ``workspace`` in ``box`` (a "verify" box) and read its verdict.
+
+    The verdict's evidence gets ``phases_s``: the host's view of where the time went (copying in,
+    the check process); bench/verify_breakdown.py splits the check further with its own evidence.
+    """
+    t0 = time.monotonic()
     narrow(box, verify_limits(task))
     put_files(box, WORKSPACE_DIR, {p: t.encode() for p, t in workspace.files.items()}, SANDBOX_UID)
     put_files(box, CHECKS_DIR, check_files(task), 0, 0o600)
+    copied = time.monotonic()
     nonce = new_nonce()
     env = {**verify_env(task), "SANDBOX_CHILD_UID": str(SANDBOX_UID)}
     # under runsc the task's data cap holds for the check's whole tree (RLIMIT_DATA is ignored there)
@@ -54,5 +61,7 @@ def verify_in(api: Any, box: Box, workspace: Workspace, task: TaskSpec) -> Verdi
                      # a verification's production runs start as a deployment's, with no `timeout`
                      # anywhere above them (check_kit); the watchdog kills the box at the budget
                      wrap_timeout=False)
-    return verdict_from_check(ex.output, nonce, exit_code=ex.exit_code,
-                              duration_s=round(ex.duration_s, 3), source="docker", timed_out=ex.timed_out)
+    verdict = verdict_from_check(ex.output, nonce, exit_code=ex.exit_code,
+                                 duration_s=round(ex.duration_s, 3), source="docker", timed_out=ex.timed_out)
+    verdict.evidence["phases_s"] = {"copy_in": round(copied - t0, 3), "check": round(ex.duration_s, 3)}
+    return verdict

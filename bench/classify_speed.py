@@ -45,7 +45,7 @@ class Worker:
     """Classifies never-recorded states of the tasks under ``root``/task_repos."""
 
     def __init__(self, root: Path) -> None:
-        from sandbox_env.tasks import TaskRegistry
+        from sandbox_env.suite.tasks import TaskRegistry
 
         self.tasks = {t.id: t for t in TaskRegistry(root / "task_repos")}
 

@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from sandbox_env.environment import TriageEnvironment  # noqa: E402
 from sandbox_env.sandbox.docker import RUNNER_IMAGE, DockerSandbox  # noqa: E402
-from sandbox_env.tasks import TaskRegistry  # noqa: E402
+from sandbox_env.suite.tasks import TaskRegistry  # noqa: E402
 
 DEFAULT_CMD = "python -c 'import torch; x = torch.randn(256, 256); print(float((x @ x).sum()))'"
 

@@ -20,7 +20,7 @@ from sandbox_env.actions import parse_action  # noqa: E402
 from sandbox_env.environment import TriageEnvironment  # noqa: E402
 from sandbox_env.models import StepResult  # noqa: E402
 from sandbox_env.sandbox.mock import MockSandbox  # noqa: E402
-from sandbox_env.tasks import TaskRegistry  # noqa: E402
+from sandbox_env.suite.tasks import TaskRegistry  # noqa: E402
 
 TASK = "oom_graph_leak"
 

@@ -32,8 +32,8 @@ from websockets.asyncio.client import connect as ws_connect
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from sandbox_env.oracle import oracle_actions  # noqa: E402
-from sandbox_env.tasks import TaskRegistry  # noqa: E402
+from sandbox_env.suite.oracle import oracle_actions  # noqa: E402
+from sandbox_env.suite.tasks import TaskRegistry  # noqa: E402
 
 
 @dataclass

@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.http_ws_throughput import free_port, pct  # noqa: E402
 from bench.load import rss_mb  # noqa: E402
-from sandbox_env.tasks import TaskRegistry  # noqa: E402
+from sandbox_env.suite.tasks import TaskRegistry  # noqa: E402
 
 
 def loop_actions(task: Any, i: int, novel: bool) -> list[dict[str, Any]]:

@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.load import start_server  # noqa: E402
-from sandbox_env.oracle import oracle_actions  # noqa: E402
-from sandbox_env.tasks import TaskRegistry  # noqa: E402
+from sandbox_env.suite.oracle import oracle_actions  # noqa: E402
+from sandbox_env.suite.tasks import TaskRegistry  # noqa: E402
 
 
 def play(http: httpx.Client, tasks: TaskRegistry, episodes: int, compact: bool) -> tuple[float, float]:

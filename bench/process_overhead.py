@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 from sandbox_env.models import Limits  # noqa: E402
 from sandbox_env.runner_env import load  # noqa: E402
 from sandbox_env.sandbox.process import ProcessSandbox  # noqa: E402
-from sandbox_env.tasks import TaskRegistry  # noqa: E402
+from sandbox_env.suite.tasks import TaskRegistry  # noqa: E402
 from sandbox_env.workspace import Workspace  # noqa: E402
 
 DEFAULT_CMD = "python -c 'import torch; x = torch.randn(256, 256); print(float((x @ x).sum()))'"

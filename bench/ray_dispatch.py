@@ -44,7 +44,7 @@ from sandbox_env.rubrics import default_judge  # noqa: E402
 from sandbox_env.sandbox.mock import MockSandbox  # noqa: E402
 from sandbox_env.sandbox.ray_backend import ADDRESS_ENV, INNER_ENV, SLOT_RESOURCE  # noqa: E402
 from sandbox_env.sandbox.ray_backend.sandbox import RaySandbox  # noqa: E402
-from sandbox_env.tasks import TaskRegistry, TaskSpec  # noqa: E402
+from sandbox_env.suite.tasks import TaskRegistry, TaskSpec  # noqa: E402
 from sandbox_env.workspace import Workspace, apply_patch  # noqa: E402
 
 BIN = Path(sys.executable).parent

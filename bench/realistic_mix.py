@@ -46,8 +46,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.http_ws_throughput import RawHttp, free_port, pct, start  # noqa: E402
-from sandbox_env.oracle import patch_to_edits  # noqa: E402
-from sandbox_env.tasks import TaskRegistry  # noqa: E402
+from sandbox_env.suite.oracle import patch_to_edits  # noqa: E402
+from sandbox_env.suite.tasks import TaskRegistry  # noqa: E402
 
 Lat = dict[str, list[float]]
 _TOKENS = itertools.count(os.getpid() * 10_000_000)  # ids and novel states: this process's only

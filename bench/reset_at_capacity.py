@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 from sandbox_env.actions import parse_action  # noqa: E402
 from sandbox_env.environment import TriageEnvironment  # noqa: E402
 from sandbox_env.sandbox.mock import MockSandbox  # noqa: E402
-from sandbox_env.tasks import TaskRegistry  # noqa: E402
+from sandbox_env.suite.tasks import TaskRegistry  # noqa: E402
 
 SUBMIT = parse_action({"action_type": "submit_fix", "explanation": "bench"})
 

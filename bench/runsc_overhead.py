@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from sandbox_env.sandbox.docker import RUNNER_IMAGE, DockerSandbox  # noqa: E402
-from sandbox_env.tasks import TaskRegistry  # noqa: E402
+from sandbox_env.suite.tasks import TaskRegistry  # noqa: E402
 from sandbox_env.workspace import Workspace  # noqa: E402
 
 RUNTIMES = ("runc", "runsc")

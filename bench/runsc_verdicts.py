@@ -28,8 +28,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from sandbox_env.sandbox.docker import DockerSandbox  # noqa: E402
-from sandbox_env.tasks import TaskRegistry  # noqa: E402
-from sandbox_env.traces import load_traces, task_states  # noqa: E402
+from sandbox_env.suite.tasks import TaskRegistry  # noqa: E402
+from sandbox_env.suite.traces import load_traces, task_states  # noqa: E402
 from sandbox_env.workspace import Workspace  # noqa: E402
 
 # what main() prints per state, and --from-log reads back

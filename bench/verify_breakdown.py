@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from sandbox_env.sandbox.docker import DockerSandbox  # noqa: E402
-from sandbox_env.tasks import TaskRegistry, TaskSpec  # noqa: E402
+from sandbox_env.suite.tasks import TaskRegistry, TaskSpec  # noqa: E402
 from sandbox_env.workspace import Workspace  # noqa: E402
 
 COLUMNS = ("own run", "verify", "start", "copy", "reference", "agent runs", "check other", "teardown")

@@ -68,7 +68,7 @@ def available_tasks(env_url: str | None) -> list[dict]:
 
         with TriageClient(env_url) as client:
             return [{"id": t["id"], "max_steps": t["max_steps"]} for t in client.tasks()]
-    from sandbox_env.tasks import TaskRegistry
+    from sandbox_env.suite.tasks import TaskRegistry
 
     return [{"id": t.id, "max_steps": t.max_steps} for t in TaskRegistry()]
 

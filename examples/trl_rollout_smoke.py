@@ -16,8 +16,8 @@ import argparse
 import inspect
 from typing import Any
 
-from sandbox_env.oracle import oracle_actions
-from sandbox_env.tasks import TaskRegistry
+from sandbox_env.suite.oracle import oracle_actions
+from sandbox_env.suite.tasks import TaskRegistry
 from sandbox_env.trl import TriageToolEnv, reward_fn
 
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 
 from .models import Verdict
-from .tasks import TaskSpec
-from .variants import renamer_of
+from .suite.tasks import TaskSpec
+from .suite.variants import renamer_of
 
 WORKSPACE = "/workspace"
 # a traceback frame of a file the check brought (and the source line printed under it)

@@ -22,7 +22,7 @@ from .instructions import INSTRUCTIONS, episode_instructions
 from .models import Observation, Outcome, State, StepResult, Verdict
 from .rubrics import ConceptJudge, ExplanationJudge, StepShaper, clamp_score, terminal_score
 from .sandbox.base import Sandbox, normalise_command
-from .tasks import TaskRegistry, TaskSpec
+from .suite.tasks import TaskRegistry, TaskSpec
 from .workspace import Workspace, WorkspaceError, syntax_error
 
 __all__ = [

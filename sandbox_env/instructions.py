@@ -7,7 +7,7 @@ observation's ``instructions``; the TRL adapter and the baseline agent put the c
 from __future__ import annotations
 
 from .actions import examples_text
-from .tasks import TaskSpec
+from .suite.tasks import TaskSpec
 
 INSTRUCTIONS = f"""\
 You are the on-call ML infrastructure engineer. A training job is failing; the incident

@@ -18,7 +18,7 @@ from functools import lru_cache
 from typing import ClassVar, Protocol
 
 from .models import Verdict
-from .tasks import TaskSpec
+from .suite.tasks import TaskSpec
 
 log = logging.getLogger(__name__)
 

@@ -57,7 +57,7 @@ from .errors import EnvError, EpisodeDone
 from .instructions import conditions_of
 from .models import Observation
 from .protocol import Episode
-from .tasks import TaskRegistry, default_task_root
+from .suite.tasks import TaskRegistry, default_task_root
 
 URL_ENV_VARS = ("SANDBOX_ENV_URL", "ENV_URL")
 RELEASE_TIMEOUT_S = 5.0  # closing an episode at garbage collection or exit never waits longer

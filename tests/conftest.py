@@ -15,8 +15,8 @@ import httpx
 import pytest
 
 from sandbox_env.sandbox.local import LocalSandbox
-from sandbox_env.tasks import TaskRegistry
-from sandbox_env.traces import Provenance, record_task
+from sandbox_env.suite.tasks import TaskRegistry
+from sandbox_env.suite.traces import Provenance, record_task
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE_TASKS = Path(__file__).parent / "fixtures" / "tasks"

@@ -34,8 +34,8 @@ from sandbox_env.agent import (
 )
 from sandbox_env.cli import main as cli_main
 from sandbox_env.client import TriageClient
-from sandbox_env.oracle import oracle_actions
-from sandbox_env.tasks import TaskRegistry
+from sandbox_env.suite.oracle import oracle_actions
+from sandbox_env.suite.tasks import TaskRegistry
 
 from .conftest import ROOT, free_port, start_server
 

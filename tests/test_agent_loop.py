@@ -19,7 +19,7 @@ from sandbox_env.eval.policies import AgentResult
 from sandbox_env.eval.session import EpisodeSession
 from sandbox_env.models import Observation, State, StepResult
 from sandbox_env.sandbox import MockSandbox
-from sandbox_env.tasks import TaskRegistry
+from sandbox_env.suite.tasks import TaskRegistry
 
 from .test_agent_model_client import FakeLLM, chat_reply, status_error
 

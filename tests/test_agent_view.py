@@ -20,8 +20,8 @@ from sandbox_env.agent_view import agent_text, agent_verdict
 from sandbox_env.environment import TriageEnvironment
 from sandbox_env.models import Outcome, Verdict
 from sandbox_env.sandbox.mock import MockSandbox
-from sandbox_env.tasks import TaskRegistry, TaskSpec
-from sandbox_env.variant_tasks import load_certified
+from sandbox_env.suite.tasks import TaskRegistry, TaskSpec
+from sandbox_env.suite.variant_tasks import load_certified
 
 ROOT = Path(__file__).resolve().parent.parent
 FORBIDDEN = ("patch:", "/checks/", "SLURM_", "KUBERNETES_", "deployment_env", "check_kit", "kit_driver",

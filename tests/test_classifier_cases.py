@@ -9,7 +9,7 @@ import tomllib
 import pytest
 
 from sandbox_env.analysis import UNSURE
-from sandbox_env.tasks import TaskRegistry, TaskSpec
+from sandbox_env.suite.tasks import TaskRegistry, TaskSpec
 from sandbox_env.workspace import apply_patch
 
 from .conftest import ROOT

@@ -16,9 +16,9 @@ import pytest
 from websockets.sync.client import connect
 
 from sandbox_env.client import TriageClient
-from sandbox_env.oracle import oracle_actions
 from sandbox_env.sandbox.docker import labelled
-from sandbox_env.tasks import TaskRegistry
+from sandbox_env.suite.oracle import oracle_actions
+from sandbox_env.suite.tasks import TaskRegistry
 
 from .conftest import ROOT, start_server
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from sandbox_env.models import Limits, Outcome
-from sandbox_env.tasks import TaskRegistry
+from sandbox_env.suite.tasks import TaskRegistry
 from sandbox_env.workspace import Workspace
 
 docker = pytest.importorskip("docker")

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import pytest
 
 from sandbox_env.models import Outcome
-from sandbox_env.tasks import TaskRegistry
+from sandbox_env.suite.tasks import TaskRegistry
 from sandbox_env.workspace import Workspace
 
 from .conftest import ROOT

@@ -9,9 +9,9 @@ import pytest
 from sandbox_env.actions import parse_action
 from sandbox_env.environment import EpisodeDone, InvalidAction, NotReset, TriageEnvironment
 from sandbox_env.models import Limits, Observation, Outcome, RunResult, Verdict
-from sandbox_env.oracle import oracle_actions
 from sandbox_env.sandbox.mock import MockSandbox
-from sandbox_env.tasks import TaskRegistry
+from sandbox_env.suite.oracle import oracle_actions
+from sandbox_env.suite.tasks import TaskRegistry
 
 
 def act(env: TriageEnvironment, raw: dict) -> Observation:

@@ -46,10 +46,10 @@ from sandbox_env.eval.records import (
 from sandbox_env.eval.stats import mean_ci, t_quantile, wilson, z_quantile
 from sandbox_env.eval.summary import Summary
 from sandbox_env.models import Limits, Observation, Outcome, RunResult, Verdict
-from sandbox_env.oracle import oracle_actions
 from sandbox_env.rubrics import ConceptJudge
 from sandbox_env.sandbox import MockSandbox
-from sandbox_env.tasks import TaskRegistry, TaskSpec
+from sandbox_env.suite.oracle import oracle_actions
+from sandbox_env.suite.tasks import TaskRegistry, TaskSpec
 from sandbox_env.workspace import Workspace
 
 from .conftest import ROOT

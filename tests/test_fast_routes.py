@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from sandbox_env.models import Limits, RunResult
 from sandbox_env.sandbox.mock import MockSandbox
 from sandbox_env.server import ServerConfig, create_app
-from sandbox_env.tasks import TaskRegistry, TaskSpec
+from sandbox_env.suite.tasks import TaskRegistry, TaskSpec
 from sandbox_env.workspace import Workspace
 
 LIMIT = 4096

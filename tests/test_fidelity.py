@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sandbox_env.quality.fidelity import measure_task, report
 from sandbox_env.sandbox.mock import MockSandbox
-from sandbox_env.tasks import TaskRegistry
+from sandbox_env.suite.tasks import TaskRegistry
 from sandbox_env.workspace import Workspace
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from sandbox_env.quality.heldout import heldout_patches, load, report, save, score
 from sandbox_env.sandbox.local import LocalSandbox
 from sandbox_env.sandbox.mock import MockSandbox
-from sandbox_env.tasks import TaskRegistry
+from sandbox_env.suite.tasks import TaskRegistry
 
 LABELS = """
 [[patch]]

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from sandbox_env.kit.child_process import deployment_env
-from sandbox_env.tasks import load_task
+from sandbox_env.suite.tasks import load_task
 from sandbox_env.workspace import Workspace
 
 from .test_docker import CLIENT  # skips the module when no engine / image

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 from sandbox_env.sandbox.process import ProcessSandbox
-from sandbox_env.tasks import load_task
+from sandbox_env.suite.tasks import load_task
 from sandbox_env.workspace import Workspace
 
 from .test_indistinguishable import ANCESTRY, DEPLOYED, ENTRY, LOCATION, PROBE, probe_of, without

@@ -21,9 +21,9 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
-from sandbox_env.oracle import oracle_actions
 from sandbox_env.server.mcp import TOOL_NAMES
-from sandbox_env.tasks import TaskRegistry
+from sandbox_env.suite.oracle import oracle_actions
+from sandbox_env.suite.tasks import TaskRegistry
 
 from .conftest import ROOT
 from .test_openenv import ask, wait_sessions, ws_url

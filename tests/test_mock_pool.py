@@ -10,7 +10,7 @@ import pytest
 
 from sandbox_env.models import Outcome
 from sandbox_env.sandbox.mock import MockSandbox
-from sandbox_env.tasks import TaskRegistry
+from sandbox_env.suite.tasks import TaskRegistry
 from sandbox_env.workspace import Workspace
 
 FIXED = "    return total / len(values)\n"

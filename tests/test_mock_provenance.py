@@ -13,7 +13,7 @@ from sandbox_env.actions import parse_action
 from sandbox_env.environment import TriageEnvironment
 from sandbox_env.eval.records import EXCLUDED_STATUSES, FINISHED_STATUSES
 from sandbox_env.sandbox.mock import MockSandbox
-from sandbox_env.tasks import TaskRegistry
+from sandbox_env.suite.tasks import TaskRegistry
 from sandbox_env.trl import TriageToolEnv, reward_fn
 from sandbox_env.workspace import Workspace
 
@@ -72,7 +72,7 @@ def test_unsure_is_counted_apart_and_never_rewarded() -> None:
 def test_the_toy_classifier_labels_every_known_state_and_doubts_the_rest(toy_tasks: TaskRegistry) -> None:
     """The docs' smallest example holds to the rule every task's classifier is tested on."""
     from sandbox_env.analysis import UNSURE
-    from sandbox_env.traces import task_states
+    from sandbox_env.suite.traces import task_states
 
     task = toy_tasks.get("toy_mean")
     assert [(s, w) for s, w, files in task_states(task) if task.classifier(files) != w] == []

@@ -17,9 +17,9 @@ from openenv.core.generic_client import GenericEnvClient
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
-from sandbox_env.oracle import oracle_actions
 from sandbox_env.server.mcp import TOOLS
-from sandbox_env.tasks import TaskRegistry
+from sandbox_env.suite.oracle import oracle_actions
+from sandbox_env.suite.tasks import TaskRegistry
 
 from .conftest import ROOT, start_server
 

@@ -19,7 +19,7 @@ import pytest
 from sandbox_env.models import Limits, Outcome
 from sandbox_env.sandbox.process import ProcessSandbox
 from sandbox_env.sandbox.process.cgroups import RunGroup, probe
-from sandbox_env.tasks import TaskRegistry, TaskSpec
+from sandbox_env.suite.tasks import TaskRegistry, TaskSpec
 from sandbox_env.workspace import Workspace
 
 from .tiers import rotating
@@ -227,7 +227,7 @@ KILLED_SERVER = """
 import pathlib, sys, threading, time
 from sandbox_env.models import Limits
 from sandbox_env.sandbox.process import ProcessSandbox
-from sandbox_env.tasks import TaskRegistry
+from sandbox_env.suite.tasks import TaskRegistry
 from sandbox_env.workspace import Workspace
 toy = TaskRegistry(pathlib.Path(sys.argv[1])).get("toy_mean")
 s = ProcessSandbox()

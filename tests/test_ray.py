@@ -42,7 +42,7 @@ from sandbox_env.models import Limits, Outcome, RunResult, Verdict
 from sandbox_env.sandbox.mock import MockSandbox
 from sandbox_env.sandbox.ray_backend import ADDRESS_ENV, INNER_ENV
 from sandbox_env.sandbox.ray_backend.sandbox import RaySandbox
-from sandbox_env.tasks import TaskRegistry, TaskSpec
+from sandbox_env.suite.tasks import TaskRegistry, TaskSpec
 from sandbox_env.workspace import Workspace
 
 BIN = Path(sys.executable).parent
@@ -370,7 +370,7 @@ def test_a_node_that_joins_later_takes_work(ray_env: Cluster) -> None:
 _DRIVER = """
 import sys
 from sandbox_env.sandbox.ray_backend.sandbox import RaySandbox
-from sandbox_env.tasks import TaskRegistry, TaskSpec
+from sandbox_env.suite.tasks import TaskRegistry, TaskSpec
 from sandbox_env.workspace import Workspace
 from sandbox_env.models import Limits
 sbx = RaySandbox.create(owner=sys.argv[1])

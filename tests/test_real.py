@@ -8,7 +8,7 @@ import pytest
 
 from sandbox_env.models import Outcome
 from sandbox_env.sandbox.local import LocalSandbox
-from sandbox_env.tasks import TaskRegistry
+from sandbox_env.suite.tasks import TaskRegistry
 from sandbox_env.workspace import Workspace
 
 from .test_task_suite import TASK_IDS

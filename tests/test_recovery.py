@@ -16,9 +16,9 @@ import httpx
 import pytest
 
 from sandbox_env.client import EnvClientError, TriageClient
-from sandbox_env.oracle import oracle_actions
 from sandbox_env.sandbox.docker import labelled
-from sandbox_env.tasks import TaskRegistry
+from sandbox_env.suite.oracle import oracle_actions
+from sandbox_env.suite.tasks import TaskRegistry
 
 from .conftest import start_server
 

@@ -17,7 +17,7 @@ from sandbox_env.eval.policies import Policy
 from sandbox_env.eval.records import EPISODES_FILE, read_records
 from sandbox_env.eval.report import SECTIONS, ReportError, build_report, trajectory_file
 from sandbox_env.models import Observation
-from sandbox_env.tasks import TaskRegistry, TaskSpec
+from sandbox_env.suite.tasks import TaskRegistry, TaskSpec
 
 from .test_eval import CrashesOn, FlakySandbox, run
 

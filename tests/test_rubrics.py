@@ -16,7 +16,7 @@ from sandbox_env.rubrics import (
     StepShaper,
     terminal_score,
 )
-from sandbox_env.tasks import TaskRegistry
+from sandbox_env.suite.tasks import TaskRegistry
 
 PASS = Verdict(passed=True, outcome=Outcome.passed)
 FAIL = Verdict(passed=False, outcome=Outcome.failed)

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from sandbox_env.models import Limits, Outcome
-from sandbox_env.tasks import TaskRegistry
+from sandbox_env.suite.tasks import TaskRegistry
 from sandbox_env.workspace import Workspace
 
 from .test_docker import CLIENT  # skips the module when no engine / image

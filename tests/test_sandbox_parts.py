@@ -20,7 +20,7 @@ from sandbox_env.sandbox.verification import (
     verdict_from_check,
     write_check_files,
 )
-from sandbox_env.tasks import TaskRegistry
+from sandbox_env.suite.tasks import TaskRegistry
 
 
 # -- output cap and outcome ---------------------------------------------------------------------

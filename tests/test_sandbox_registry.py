@@ -148,7 +148,7 @@ def test_health_says_why_the_backend_serves(toy_root: Path) -> None:
     from fastapi.testclient import TestClient
 
     from sandbox_env.server import create_app
-    from sandbox_env.tasks import TaskRegistry as Registry
+    from sandbox_env.suite.tasks import TaskRegistry as Registry
 
     said: list[str] = []
     auto = registry.make_sandbox("auto", say=said.append)
@@ -167,7 +167,7 @@ def test_default_capacity_follows_the_mode(toy_root: Path) -> None:
 
     from sandbox_env.server import ServerConfig, create_app
     from sandbox_env.server.app import MAX_THREADS, default_max_sessions
-    from sandbox_env.tasks import TaskRegistry as Registry
+    from sandbox_env.suite.tasks import TaskRegistry as Registry
 
     mock = registry.make_sandbox("mock")
     with TestClient(create_app(Registry(toy_root), mock)) as client:

@@ -7,7 +7,7 @@ import time
 from sandbox_env.models import Limits, Outcome
 from sandbox_env.sandbox.local import LocalSandbox
 from sandbox_env.sandbox.mock import MockSandbox, normalise_command
-from sandbox_env.tasks import TaskRegistry
+from sandbox_env.suite.tasks import TaskRegistry
 from sandbox_env.workspace import Workspace
 
 

@@ -19,8 +19,8 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from sandbox_env.oracle import oracle_actions
-from sandbox_env.tasks import TaskRegistry
+from sandbox_env.suite.oracle import oracle_actions
+from sandbox_env.suite.tasks import TaskRegistry
 
 
 class SeedLikeAgent:

@@ -8,8 +8,8 @@ import httpx
 import pytest
 
 from sandbox_env.client import EnvClientError, TriageClient
-from sandbox_env.oracle import oracle_actions
-from sandbox_env.tasks import TaskRegistry
+from sandbox_env.suite.oracle import oracle_actions
+from sandbox_env.suite.tasks import TaskRegistry
 
 
 def test_health_tasks_schema(toy_server: str) -> None:

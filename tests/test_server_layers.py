@@ -35,7 +35,7 @@ from sandbox_env.server.service import EpisodeService, ResetParams, parse_reset
 from sandbox_env.server.sessions import SessionManager
 from sandbox_env.server.wire import ErrorBody, step_body_schema
 from sandbox_env.server.ws import WebSocketEpisode, error_frame
-from sandbox_env.tasks import TaskRegistry, TaskSpec
+from sandbox_env.suite.tasks import TaskRegistry, TaskSpec
 from sandbox_env.workspace import Workspace
 
 
@@ -241,8 +241,8 @@ def test_mock_steps_answered_from_memory_run_inline_and_classification_in_a_thre
 
     main = threading.current_thread().name
     outs = asyncio.run(play())
-    assert "this exact workspace state (original)" in outs[0]
-    assert "state never recorded; the classifier infers" in outs[1]
+    assert "this exact workspace state (recorded)" in outs[0]
+    assert "a state the mock judges equivalent (inferred)" in outs[1]
     assert sbx.threads == [main, sbx.threads[1], main]
     assert sbx.threads[1] != main
 

@@ -10,10 +10,10 @@ import pytest
 from sandbox_env.actions import parse_action
 from sandbox_env.environment import TriageEnvironment
 from sandbox_env.models import Observation
-from sandbox_env.oracle import oracle_actions, patch_to_edits
 from sandbox_env.sandbox.mock import MockSandbox
-from sandbox_env.tasks import TaskRegistry, TaskSpec
-from sandbox_env.traces import check_digest, load_traces, task_states
+from sandbox_env.suite.oracle import oracle_actions, patch_to_edits
+from sandbox_env.suite.tasks import TaskRegistry, TaskSpec
+from sandbox_env.suite.traces import check_digest, load_traces, task_states
 from sandbox_env.workspace import Workspace, content_hash
 
 from .conftest import ROOT

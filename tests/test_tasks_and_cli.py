@@ -12,7 +12,7 @@ import pytest
 
 from sandbox_env.environment import InvalidAction, parse_action
 from sandbox_env.models import EditFile, ReadFile
-from sandbox_env.tasks import TaskError, TaskRegistry, UnknownTask
+from sandbox_env.suite.tasks import TaskError, TaskRegistry, UnknownTask
 
 from .conftest import FIXTURE_TASKS
 

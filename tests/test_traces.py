@@ -5,8 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from sandbox_env.sandbox.local import LocalSandbox
-from sandbox_env.tasks import TaskRegistry
-from sandbox_env.traces import Provenance, load_traces, record_task, scrub, task_states, trace_differences
+from sandbox_env.suite.tasks import TaskRegistry
+from sandbox_env.suite.traces import (
+    Provenance,
+    load_traces,
+    record_task,
+    scrub,
+    task_states,
+    trace_differences,
+)
 
 
 def test_scrub_masks_only_volatile_details() -> None:
@@ -49,7 +56,7 @@ def test_a_trace_judged_by_another_check_is_stale(toy_tasks: TaskRegistry, tmp_p
     reference fix) makes every trace stale, a change to one patch only that state's."""
     import shutil
 
-    from sandbox_env.traces import check_digest, missing_states, stale_states
+    from sandbox_env.suite.traces import check_digest, missing_states, stale_states
 
     task = toy_tasks.get("toy_mean")
     assert stale_states(task) == set()
@@ -68,7 +75,7 @@ def test_reverify_takes_the_verdict_again_and_keeps_the_runs(toy_tasks: TaskRegi
     check and keeps its recorded runs; a trace of other files is left for a full recording."""
     import shutil
 
-    from sandbox_env.traces import check_digest, reverify_task, stale_states
+    from sandbox_env.suite.traces import check_digest, reverify_task, stale_states
 
     copy = tmp_path / "toy_mean"
     shutil.copytree(toy_tasks.get("toy_mean").root, copy)

@@ -18,8 +18,8 @@ import pytest
 
 from sandbox_env.environment import EpisodeDone, InvalidAction
 from sandbox_env.models import ACTION_TYPES
-from sandbox_env.oracle import oracle_actions
-from sandbox_env.tasks import TaskRegistry, UnknownTask
+from sandbox_env.suite.oracle import oracle_actions
+from sandbox_env.suite.tasks import TaskRegistry, UnknownTask
 from sandbox_env.trl import URL_ENV_VARS, TriageToolEnv, reward_fn
 
 from .conftest import ROOT, start_server

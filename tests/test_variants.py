@@ -1,4 +1,4 @@
-"""Seeded variants (sandbox_env/variants.py, variant_tasks.py): generation, addressing, splits,
+"""Seeded variants (sandbox_env/suite/variants.py, variant_tasks.py): generation, addressing, splits,
 the certified list, and mock mode over variants. Fast: no docker, no torch."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from sandbox_env.errors import UnknownTask, UnknownVariant, VariantNotCertified
 from sandbox_env.models import Outcome, RunResult, Verdict
 from sandbox_env.quality.certify import certify_targets, parse_indices
 from sandbox_env.sandbox.mock import MockSandbox
-from sandbox_env.tasks import TaskRegistry, TaskSpec
-from sandbox_env.traces import (
+from sandbox_env.suite.tasks import TaskRegistry, TaskSpec
+from sandbox_env.suite.traces import (
     Provenance,
     behaviour_states,
     load_traces,
@@ -26,8 +26,8 @@ from sandbox_env.traces import (
     stale_states,
     task_states,
 )
-from sandbox_env.variant_tasks import CACHE_ENV, load_certified, record_certified
-from sandbox_env.variants import (
+from sandbox_env.suite.variant_tasks import CACHE_ENV, load_certified, record_certified
+from sandbox_env.suite.variants import (
     CERTIFIED_FILE,
     Family,
     Variant,
@@ -39,7 +39,8 @@ from sandbox_env.variants import (
 from sandbox_env.workspace import Workspace, WorkspaceError, apply_patch, content_hash, unified_diff
 
 ROOT = Path(__file__).resolve().parent.parent
-FAMILIES = ["compile_graph_break", "ddp_gradient_hang", "fsdp_collective_deadlock", "oom_graph_leak"]
+# every family that declares variants: adding a family folder adds it here
+FAMILIES = sorted(d.name for d in (ROOT / "task_repos").iterdir() if (d / "variants.toml").is_file())
 
 
 @pytest.fixture(autouse=True)
@@ -402,7 +403,7 @@ def test_certification_keeps_the_entry_the_draw_and_the_unfixed_run(tmp_path: Pa
     unfixed run, which replaces variant 0's quoted log in that variant's incident report (the
     sandbox here is a stub: logic only)."""
     from sandbox_env.quality.certify import LOG_LINES, certify_task
-    from sandbox_env.variant_tasks import keep_certified
+    from sandbox_env.suite.variant_tasks import keep_certified
 
     root = tmp_path / "tasks"
     copy_oom(root, "traces", "variants_drawn.toml", CERTIFIED_FILE)
@@ -475,7 +476,7 @@ def test_mock_replays_variant_zero_mapped_and_never_says_recorded(unrecorded: Ta
     mock = MockSandbox()
     run = mock.run(Workspace(spec.repo_files()), spec.run_command, spec.limits, spec)
     assert run.source.startswith("mock:variant0-mapped:")
-    assert "not a run of this variant" in run.output and "exact workspace state" not in run.output
+    assert "recorded run of an equivalent project" in run.output and "(recorded)" not in run.output
     for module, new in spec.variant.module_renames.items():  # the traceback names the variant's files
         assert f"/{module}.py" not in run.output or f"{module}.py" not in spec.variant.module_renames
         if f"/{module}.py" in run.output:
@@ -485,7 +486,7 @@ def test_mock_replays_variant_zero_mapped_and_never_says_recorded(unrecorded: Ta
     assert not bug.passed and fixed.passed
     for v in (bug, fixed):
         assert v.provenance == "inferred" and v.source.startswith("mock:variant0-mapped:")
-        assert any("not a run of this variant" in r for r in v.reasons)
+        assert any("recorded run of an equivalent project" in r for r in v.reasons)
     ls = mock.run(Workspace(spec.repo_files()), "ls", spec.limits, spec)
     assert set(ls.output.split()) == set(spec.repo_files())
 
@@ -716,7 +717,7 @@ def test_uncertified_variants_are_refused_until_recorded(tmp_path: Path) -> None
 
 
 def test_the_committed_certified_lists_parse(open_tasks: TaskRegistry) -> None:
-    from sandbox_env.variant_tasks import load_certified
+    from sandbox_env.suite.variant_tasks import load_certified
 
     for family in FAMILIES:
         for row in load_certified(ROOT / "task_repos" / family):
@@ -782,7 +783,7 @@ def test_trl_rows_address_variants_and_refuse_uncertified_ones(partly_certified:
     """A TRL dataset row names a variant the two ways reset does (``task@N``, or ``task`` with
     ``seed``); the in-process tool env plays it in mock mode on the variant's own files, and a row
     naming a variant that is not certified fails the reset (the default registry, no opt-in)."""
-    from sandbox_env.tasks import TASK_ROOT_ENV
+    from sandbox_env.suite.tasks import TASK_ROOT_ENV
     from sandbox_env.trl import TriageToolEnv
 
     monkeypatch.setenv(TASK_ROOT_ENV, str(partly_certified))

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from sandbox_env.kit.verdict_protocol import parse_verdict  # noqa: E402
 from sandbox_env.sandbox.verification import write_check_files  # noqa: E402
-from sandbox_env.tasks import load_task  # noqa: E402
+from sandbox_env.suite.tasks import load_task  # noqa: E402
 
 
 def prepare(task: Path, patch: Path | None, dst: Path) -> None:

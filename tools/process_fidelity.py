@@ -18,8 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
 from sandbox_env.sandbox.process import ProcessSandbox
-from sandbox_env.tasks import TaskRegistry
-from sandbox_env.traces import load_traces, task_states
+from sandbox_env.suite.tasks import TaskRegistry
+from sandbox_env.suite.traces import load_traces, task_states
 from sandbox_env.workspace import Workspace
 
 

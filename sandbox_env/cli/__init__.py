@@ -14,7 +14,7 @@ import sys
 from ..errors import VariantNotCertified
 from ..sandbox import SandboxUnavailable
 from ..sandbox.docker.runtime import RUNTIME_ENV
-from ..tasks import TaskError, UnknownTask
+from ..suite.tasks import TaskError, UnknownTask
 from .parser import build_parser
 
 __all__ = ["build_parser", "main"]

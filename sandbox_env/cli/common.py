@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..sandbox import Sandbox, make_sandbox
-from ..tasks import TaskRegistry
+from ..suite.tasks import TaskRegistry
 
 
 def task_registry(args: argparse.Namespace, *, allow_uncertified: bool | None = None) -> TaskRegistry:

@@ -10,7 +10,7 @@ from .. import __version__
 from ..environment import TriageEnvironment
 from ..sandbox import make_sandbox
 from ..sandbox.ray_backend import ray_mode
-from ..tasks import TaskRegistry
+from ..suite.tasks import TaskRegistry
 from ..workspace import Workspace
 from .common import task_registry
 
@@ -65,7 +65,7 @@ def _indices(xs: list[int]) -> str:
 
 
 def _list_variants(registry: TaskRegistry, as_json: bool) -> int:
-    from ..variant_tasks import is_certified
+    from ..suite.variant_tasks import is_certified
 
     rows = []
     for address in registry.variant_ids("all"):
@@ -113,7 +113,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_play(args: argparse.Namespace) -> int:
     from ..actions import parse_action
-    from ..oracle import oracle_actions
+    from ..suite.oracle import oracle_actions
 
     tasks = task_registry(args)
     ids = [args.task] if args.task != "all" else tasks.ids()

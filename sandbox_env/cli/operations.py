@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from ..sandbox import backend, make_sandbox, modes
-from ..tasks import TaskSpec
+from ..suite.tasks import TaskSpec
 from .common import real_sandbox, task_registry
 
 
@@ -49,7 +49,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    from ..traces import (
+    from ..suite.traces import (
         Provenance,
         behaviour_states,
         missing_states,
@@ -79,7 +79,7 @@ def cmd_record(args: argparse.Namespace) -> int:
                 continue
             import tempfile
 
-            from ..traces import load_traces
+            from ..suite.traces import load_traces
 
             committed = {t.state: t for t in load_traces(task)}
             with tempfile.TemporaryDirectory() as tmp:
@@ -97,7 +97,7 @@ def cmd_record(args: argparse.Namespace) -> int:
 
 def cmd_certify(args: argparse.Namespace) -> int:
     from ..quality.certify import certify_targets, certify_task, write
-    from ..variant_tasks import keep_certified
+    from ..suite.variant_tasks import keep_certified
 
     tasks = task_registry(args, allow_uncertified=True)  # certifying is how a variant gets certified
     try:

@@ -16,8 +16,8 @@ from ..environment import FREE_INFRA_ERRORS, TriageEnvironment
 from ..models import State, Verdict
 from ..rubrics import SCORE_MIN, ExplanationJudge, LLMJudge, clamp_score
 from ..sandbox import Sandbox
-from ..tasks import TaskRegistry, TaskSpec
-from ..traces import Provenance, load_traces
+from ..suite.tasks import TaskRegistry, TaskSpec
+from ..suite.traces import Provenance, load_traces
 from .policies import Agent, AgentResult
 from .progress import Emit
 from .records import (
@@ -40,7 +40,7 @@ def now() -> str:
 
 def variant_fields(task: TaskSpec) -> dict[str, Any]:
     """The family, variant, split and repo hash an episode record carries."""
-    from ..variants import load_variants_data
+    from ..suite.variants import load_variants_data
 
     data = load_variants_data(task.base_task.root)
     split = data.split_of(task.variant_index) if data is not None else ""

@@ -13,8 +13,8 @@ from pydantic import BaseModel, Field
 
 from ..environment import FREE_INFRA_ERRORS
 from ..models import Observation
-from ..oracle import oracle_actions
-from ..tasks import TaskSpec
+from ..suite.oracle import oracle_actions
+from ..suite.tasks import TaskSpec
 from .records import EPISODES_FILE, EpisodeRecord, ReplayCheck, latest, read_records
 from .session import EnvCallError, EpisodeSession
 

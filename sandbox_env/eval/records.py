@@ -12,8 +12,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..models import Observation, Verdict
-from ..tasks import TaskSpec
-from ..traces import Provenance
+from ..suite.tasks import TaskSpec
+from ..suite.traces import Provenance
 
 log = logging.getLogger(__name__)
 

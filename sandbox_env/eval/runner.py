@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from .. import __version__
 from ..rubrics import ExplanationJudge, default_judge
 from ..sandbox import Sandbox, make_sandbox, mode_choices
-from ..tasks import TaskRegistry
+from ..suite.tasks import TaskRegistry
 from .episode import EpisodeRunner, now
 from .policies import Agent, EvalConfigError, ReplayAgent
 from .progress import Emit, make_progress

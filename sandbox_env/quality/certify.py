@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..models import Outcome
-from ..tasks import TaskRegistry, TaskSpec
+from ..suite.tasks import TaskRegistry, TaskSpec
 from ..workspace import Workspace
 
 

@@ -67,7 +67,7 @@ def run_doctor(say: Callable[[str], None]) -> int:
         return 1
     from ..sandbox import SandboxUnavailable
     from ..sandbox.docker import DockerSandbox
-    from ..tasks import TaskRegistry
+    from ..suite.tasks import TaskRegistry
     from ..workspace import Workspace
 
     try:

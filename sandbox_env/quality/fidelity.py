@@ -13,8 +13,8 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from ..sandbox.mock import MockSandbox
-from ..tasks import TaskSpec
-from ..traces import load_traces, task_states
+from ..suite.tasks import TaskSpec
+from ..suite.traces import load_traces, task_states
 from ..workspace import Workspace
 
 

@@ -28,7 +28,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..models import Verdict
-from ..tasks import TaskSpec
+from ..suite.tasks import TaskSpec
 from ..workspace import Workspace, apply_patch
 
 Label = Literal["correct", "wrong", "cheat"]

@@ -19,7 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..errors import SandboxUnavailable
 from ..models import Limits, RunResult, Verdict
-from ..tasks import TaskSpec
+from ..suite.tasks import TaskSpec
 from ..workspace import Workspace
 
 __all__ = ["GLOO_ENV", "Sandbox", "SandboxBackend", "SandboxUnavailable", "normalise_command"]

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..kit.child_process import child_env, run_child
 from ..models import Limits, RunResult, Verdict
-from ..tasks import TaskSpec
+from ..suite.tasks import TaskSpec
 from ..workspace import Workspace
 from .outcome import run_result
 from .verification import CHECK_BUDGET_S, CHECK_OUTPUT_CAP, new_nonce, verdict_from_check, write_check_files

@@ -34,9 +34,9 @@ from typing import Any
 
 from ..analysis import UNSURE
 from ..models import Limits, Outcome, RunResult, Verdict
-from ..tasks import TaskSpec, load_task
-from ..traces import Trace, load_traces
-from ..variants import renamer_of, to_base
+from ..suite.tasks import TaskSpec, load_task
+from ..suite.traces import Trace, load_traces
+from ..suite.variants import renamer_of, to_base
 from ..workspace import Workspace
 from .base import normalise_command
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..kit.verdict_protocol import parse_verdict
 from ..models import Outcome, Verdict
-from ..tasks import TaskSpec, check_files, verify_data  # noqa: F401  (check_files: re-exported)
+from ..suite.tasks import TaskSpec, check_files, verify_data  # noqa: F401  (check_files: re-exported)
 
 CHECK_BUDGET_S = 600.0  # wall time of one verification
 CHECK_OUTPUT_CAP = 4_000_000  # bytes of a check's stdout kept for parsing

@@ -26,7 +26,7 @@ from ..rubrics import ExplanationJudge, default_judge
 from ..sandbox import Sandbox
 from ..sandbox import find as find_backend
 from ..sandbox.registry import selection
-from ..tasks import TaskRegistry
+from ..suite.tasks import TaskRegistry
 from .fast import EpisodeRoutes, FastRoutes, error_reply
 from .limits import BodyLimit
 from .mcp import ACTION_TOOLS, McpHandler

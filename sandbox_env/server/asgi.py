@@ -31,7 +31,7 @@ _ENV_FLAGS: tuple[tuple[str, str], ...] = (
 def _build_app() -> Any:
     from ..sandbox import make_sandbox
     from ..sandbox.ray_backend import env_mode, ray_mode
-    from ..tasks import TaskRegistry
+    from ..suite.tasks import TaskRegistry
     from .app import ServerConfig, create_app
     from .limits import limit_malloc_arenas
 

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..actions import ActionModel, parse_action, validation_message
 from ..errors import InvalidRequest, SandboxUnavailable
 from ..models import State, StepResult
-from ..tasks import TaskRegistry
+from ..suite.tasks import TaskRegistry
 from .sessions import Session, SessionManager
 
 T = TypeVar("T")

@@ -29,7 +29,7 @@ from sandbox_env.analysis.environment import classify_everywhere
 from sandbox_env.analysis.exits import exits_at_import, forges_report
 from sandbox_env.analysis.tamper import patches
 from sandbox_env.analysis.workspace import live_files, parse, same_code
-from sandbox_env.tasks import TaskSpec, load_task
+from sandbox_env.suite.tasks import TaskSpec, load_task
 
 # the model knobs the check's driver builds the model with (until task.verify.knobs says more)
 KNOBS = dict(num_features=5, num_classes=3, width=6, expansion=2, depth=2, max_update=3.0)

@@ -50,7 +50,7 @@ from sandbox_env.analysis.workspace import aliases as mod_names
 from sandbox_env.analysis.workspace import dotted as _dotted
 from sandbox_env.analysis.workspace import live_files, nodes, parse
 from sandbox_env.analysis.world import prune_world_size
-from sandbox_env.tasks import TaskSpec, load_task
+from sandbox_env.suite.tasks import TaskSpec, load_task
 
 GUARDED_ATTRS = {
     "forward", "__init__", "_pre_forward", "_post_forward", "no_sync", "all_reduce", "broadcast",

@@ -27,7 +27,7 @@ from sandbox_env.analysis.ranks import COLLECTIVES, Analysis, collective_name, r
 from sandbox_env.analysis.tamper import FUNCTION_INTERNALS, patches, reaches_driver
 from sandbox_env.analysis.workspace import live_files
 from sandbox_env.analysis.world import prune_world_size
-from sandbox_env.tasks import TaskSpec, load_task
+from sandbox_env.suite.tasks import TaskSpec, load_task
 
 GUARDED = COLLECTIVES | {"init_process_group", "destroy_process_group", "get_rank", "get_world_size",
                          "is_initialized", "full_tensor", "item", "tolist", "cross_entropy",

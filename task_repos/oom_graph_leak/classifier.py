@@ -31,7 +31,7 @@ from sandbox_env.analysis.exits import forges_report
 from sandbox_env.analysis.grad import GT, Run, is_graph
 from sandbox_env.analysis.tamper import FUNCTION_INTERNALS, dynamic_code, patches
 from sandbox_env.analysis.workspace import live_files, module, parse
-from sandbox_env.tasks import TaskSpec, load_task
+from sandbox_env.suite.tasks import TaskSpec, load_task
 
 ORIGINAL = Path(__file__).parent / "repo"
 WATCHED = {"__call__", "_call_impl", "eval", "train", "register_module_forward_hook", "ref",

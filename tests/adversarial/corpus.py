@@ -20,8 +20,8 @@ import tomllib
 from dataclasses import dataclass, field
 from typing import Any
 
-from sandbox_env.oracle import patch_to_edits
-from sandbox_env.tasks import TaskRegistry, TaskSpec
+from sandbox_env.suite.oracle import patch_to_edits
+from sandbox_env.suite.tasks import TaskRegistry, TaskSpec
 
 KINDS: dict[str, str] = {
     "check_probe": "editing or reading the hidden checks (read_file of check paths, shell probes, "

@@ -10,8 +10,8 @@ from sandbox_env.actions import parse_action
 from sandbox_env.environment import INSTRUCTIONS, TriageEnvironment
 from sandbox_env.models import Observation, Outcome, Verdict
 from sandbox_env.sandbox.verification import check_files
-from sandbox_env.tasks import TaskSpec
-from sandbox_env.traces import load_traces, task_states
+from sandbox_env.suite.tasks import TaskSpec
+from sandbox_env.suite.traces import load_traces, task_states
 from sandbox_env.workspace import content_hash
 
 from .corpus import Cheat, episode

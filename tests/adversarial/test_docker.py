@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from sandbox_env.environment import TriageEnvironment
-from sandbox_env.tasks import TaskRegistry
+from sandbox_env.suite.tasks import TaskRegistry
 
 from ..test_docker import CLIENT  # skips the module when no engine / image
 from ..tiers import DOCKER_CORPUS_SLICES, rotating, selected_slice

@@ -13,7 +13,7 @@ from sandbox_env.environment import TriageEnvironment
 from sandbox_env.rubrics import ConceptJudge, terminal_score
 from sandbox_env.sandbox.mock import MockSandbox
 from sandbox_env.sandbox.verification import check_files
-from sandbox_env.tasks import TaskRegistry
+from sandbox_env.suite.tasks import TaskRegistry
 from sandbox_env.workspace import Workspace
 
 from ..test_task_suite import TASK_IDS

@@ -15,7 +15,7 @@ import pytest
 
 from sandbox_env.environment import TriageEnvironment
 from sandbox_env.sandbox.process import ProcessSandbox
-from sandbox_env.tasks import TaskRegistry
+from sandbox_env.suite.tasks import TaskRegistry
 
 from ..tiers import rotating
 from .corpus import CORPUS, Cheat

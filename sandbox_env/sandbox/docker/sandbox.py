@@ -16,7 +16,7 @@ import uuid
 from typing import Any
 
 from ...models import Limits, RunResult, Verdict
-from ...tasks import TaskSpec
+from ...suite.tasks import TaskSpec
 from ...workspace import Workspace
 from ..base import SandboxUnavailable
 from ..outcome import infra_run

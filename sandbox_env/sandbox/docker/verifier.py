@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from ...models import Limits, Verdict
-from ...tasks import TaskSpec
+from ...suite.tasks import TaskSpec
 from ...workspace import Workspace
 from ..verification import (
     CHECK_BUDGET_S,

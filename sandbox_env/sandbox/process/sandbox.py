@@ -33,7 +33,7 @@ from ...kit.child_process import ChildResult, run_child
 from ...models import Limits, RunResult, Verdict
 from ...runner_env import RunnerEnv
 from ...runner_env import load as load_runner
-from ...tasks import TaskSpec
+from ...suite.tasks import TaskSpec
 from ...workspace import MAX_FILE_BYTES, Workspace
 from ..base import GLOO_ENV, SandboxUnavailable
 from ..outcome import infra_run, run_result

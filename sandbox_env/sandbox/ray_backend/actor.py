@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ...errors import SandboxUnavailable
 from ...models import Verdict
-from ...tasks import TaskRegistry, TaskSpec
+from ...suite.tasks import TaskRegistry, TaskSpec
 from ...workspace import Workspace
 from ..registry import AUTO, backend, make_sandbox, tiers
 from .wire import NodeInfo, RunCall, RunReply, VerifyCall

@@ -26,7 +26,7 @@ from typing import Any
 
 from ...errors import SandboxUnavailable
 from ...models import Limits, Outcome, RunResult, Verdict
-from ...tasks import TaskSpec
+from ...suite.tasks import TaskSpec
 from ...workspace import Workspace
 from ..outcome import infra_run
 from ..registry import AUTO, mode_choices

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from ...models import Limits, RunResult
-from ...tasks import TaskSpec
+from ...suite.tasks import TaskSpec
 
 
 class RunCall(BaseModel):

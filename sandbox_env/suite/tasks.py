@@ -14,11 +14,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from .errors import UnknownTask, UnknownVariant, VariantNotCertified
-from .kit import check_runtime
-from .models import Limits
+from ..errors import UnknownTask, UnknownVariant, VariantNotCertified
+from ..kit import check_runtime
+from ..models import Limits
+from ..workspace import AST_LOCK, Workspace
 from .variants import VariantManifest, VariantsData, load_variants_data, repo_hash, to_base
-from .workspace import AST_LOCK, Workspace
 
 TASK_ROOT_ENV = "SANDBOX_ENV_TASK_ROOT"
 _SKIP_PARTS = {"__pycache__", ".pytest_cache", ".git"}
@@ -135,7 +135,7 @@ class TaskSpec(BaseModel):
     patches: list[PatchSpec] = Field(default_factory=list)
     entry: Entry = Field(default_factory=Entry)
     verify: Verify
-    variant: VariantManifest | None = None  # set for a generated variant >= 1 (sandbox_env/variants.py)
+    variant: VariantManifest | None = None  # set for a generated variant >= 1 (sandbox_env/suite/variants.py)
 
     @property
     def family(self) -> str:
@@ -282,13 +282,13 @@ def default_task_root() -> Path:
     env = os.environ.get(TASK_ROOT_ENV)
     if env:
         return Path(env)
-    return Path(__file__).resolve().parent.parent / "task_repos"
+    return Path(__file__).resolve().parents[2] / "task_repos"
 
 
 class TaskRegistry:
     """All tasks under one root, by id; ``family@N`` addresses a family's generated variant N.
 
-    A variant >= 1 is generated (sandbox_env/variants.py), materialised into the cache
+    A variant >= 1 is generated (sandbox_env/suite/variants.py), materialised into the cache
     (variant_tasks.py) and served only if its repo hash is in the family's
     variants_certified.toml, unless ``allow_uncertified`` (default: $SANDBOX_ENV_ALLOW_UNCERTIFIED).
     """

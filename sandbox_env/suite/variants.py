@@ -38,7 +38,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from .workspace import WorkspaceError, apply_patch, unified_diff
+from ..workspace import WorkspaceError, apply_patch, unified_diff
 
 VARIANTS_FILE = "variants.toml"
 CERTIFIED_FILE = "variants_certified.toml"

@@ -16,9 +16,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from .models import RunResult, Verdict
+from ..models import RunResult, Verdict
+from ..workspace import Workspace, content_hash
 from .tasks import TaskSpec, check_files
-from .workspace import Workspace, content_hash
 
 _VOLATILE = [  # what legitimately differs between two recordings of the same state
     (re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d([.,]\d+)?"), "<time>"),

@@ -5,8 +5,8 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
+from ..workspace import apply_patch
 from .tasks import TaskSpec
-from .workspace import apply_patch
 
 
 def patch_to_edits(files: dict[str, str], patch: str) -> list[dict[str, Any]]:

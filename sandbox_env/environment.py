@@ -22,7 +22,7 @@ from .instructions import INSTRUCTIONS, episode_instructions
 from .models import Observation, Outcome, State, StepResult, Verdict
 from .rubrics import ConceptJudge, ExplanationJudge, StepShaper, clamp_score, terminal_score
 from .sandbox.base import Sandbox, normalise_command
-from .suite.tasks import TaskRegistry, TaskSpec
+from .suite.tasks import BLIND_PREFIX, TaskRegistry, TaskSpec
 from .workspace import Workspace, WorkspaceError, syntax_error
 
 __all__ = [
@@ -50,6 +50,7 @@ class TriageEnvironment:
         self.sandbox = sandbox
         self.judge = judge or ConceptJudge()
         self.task: TaskSpec | None = None
+        self.task_name = ""  # what the agent is told the task is called (a blind id hides the family)
         self.workspace: Workspace | None = None
         self.shaper = StepShaper(signal_files=set())
         self.compact = False
@@ -76,6 +77,8 @@ class TriageEnvironment:
         """
         spec = self.tasks.resolve(task, seed) if task else random.Random(seed).choice(list(self.tasks))
         self.task = spec
+        blind = bool(task and task.startswith(BLIND_PREFIX))  # the agent sees only the opaque name
+        self.task_name = task if blind and task else spec.id
         self.compact = compact
         self.workspace = Workspace(spec.repo_files())
         self.shaper = StepShaper(signal_files=set(spec.signal_files))
@@ -83,9 +86,10 @@ class TriageEnvironment:
         self.last_run_status = "not_run"
         self.operator_verdict = None
         self._state = State(
-            episode_id=episode_id or uuid.uuid4().hex, task_name=spec.id, mode=self.mode,  # type: ignore[arg-type]
+            episode_id=episode_id or uuid.uuid4().hex, task_name=self.task_name, mode=self.mode,  # type: ignore[arg-type]
             seed=seed, max_steps=spec.max_steps, workspace_hash=self.workspace.content_hash(),
-            family=spec.family, variant=spec.variant_index, repo_hash=spec.repo_hash,
+            family="" if blind else spec.family, variant=0 if blind else spec.variant_index,
+            repo_hash="" if blind else spec.repo_hash,
         )
         files = self.workspace.paths()
         return self._observe(
@@ -295,7 +299,7 @@ class TriageEnvironment:
             run_status = ("unknown" if verdict.provenance == "unsure"
                           else "passing" if verdict.passed else "failing")
         return Observation(
-            task_name=self.task.id, task_description=self.task.incident_report,
+            task_name=self.task_name, task_description=self.task.incident_report,
             terminal_output=terminal_output,
             current_files=(current_files or {}) if self.compact else dict(self.workspace.files),
             run_status=run_status,  # type: ignore[arg-type]

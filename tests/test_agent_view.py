@@ -232,3 +232,18 @@ def test_over_http_the_agent_sees_the_same(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_a_blind_id_serves_the_variant_without_naming_its_family(registry: TaskRegistry,
+                                                                 sandbox: MockSandbox) -> None:
+    """A family's name often says what the bug is: a reset by its blind id shows only that id."""
+    blind = registry.blind_id("oom_graph_leak@0")
+    assert blind.startswith("incident-") and registry.unblind(blind) == "oom_graph_leak@0"
+    env = TriageEnvironment(registry, sandbox)
+    obs = env.reset(task=blind)
+    assert obs.task_name == blind and env.task is not None and env.task.family == "oom_graph_leak"
+    state = env.state.model_dump_json()
+    assert "oom" not in state and "graph_leak" not in state
+    assert "oom_graph_leak" not in obs.model_dump_json(exclude={"task_description", "current_files"})
+    with pytest.raises(Exception, match="incident-0000"):
+        registry.get("incident-0000000000")

@@ -829,3 +829,15 @@ def test_a_heldout_batch_on_variants_is_scored_per_variant(tmp_path: Path,
     assert main(["--task-root", str(root), "heldout", "--tasks", "oom_graph_leak", "--batch", "heldout9",
                  "--mode", "none", "--out", str(out)]) == 0
     assert "oom_graph_leak@3" in out.read_text()
+
+
+def test_a_whole_family_may_be_held_out_but_variant_0_never_tests_alone() -> None:
+    """A test family (train = []) puts every variant, the folder itself included, in the test
+    split; otherwise variant 0 belongs to train."""
+    from sandbox_env.suite.variants import VariantsData
+
+    held = VariantsData(count=4, train=[], test=[0, 1, 2, 3])
+    assert held.held_out and held.split_of(0) == "test"
+    assert not VariantsData(count=4, train=[0, 1], test=[2, 3]).held_out
+    with pytest.raises(ValueError, match="belongs to the train split"):
+        VariantsData(count=4, train=[1], test=[0, 2, 3])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
@@ -21,6 +22,7 @@ from ..workspace import AST_LOCK, Workspace
 from .variants import VariantManifest, VariantsData, load_variants_data, repo_hash, to_base
 
 TASK_ROOT_ENV = "SANDBOX_ENV_TASK_ROOT"
+BLIND_PREFIX = "incident-"
 _SKIP_PARTS = {"__pycache__", ".pytest_cache", ".git"}
 
 
@@ -121,6 +123,8 @@ class TaskSpec(BaseModel):
     id: str
     root: Path
     title: str
+    category: str = Field(default="", max_length=40, description="the kind of failure (memory, "
+                          "distributed, compile, numerics, data, checkpointing, autograd, ...)")
     difficulty: Literal["easy", "medium", "hard"]
     max_steps: int = Field(ge=2, le=200)
     run_command: str
@@ -309,8 +313,26 @@ class TaskRegistry:
         self._variants: dict[tuple[str, int], TaskSpec] = {}
         self._lock = threading.Lock()
 
+    def blind_id(self, address: str) -> str:
+        """An opaque name of ``family@N`` for blind episodes: a reset with it serves that variant
+        while the agent's observation and state name only the opaque id (a family's name often
+        says what the bug is). Stable across servers: a hash of the address."""
+        return BLIND_PREFIX + hashlib.sha256(address.encode()).hexdigest()[:10]
+
+    def unblind(self, name: str) -> str:
+        """The ``family@N`` a blind id names (UnknownTask when none does)."""
+        for fid in self.ids():
+            data = self.variants_data(fid)
+            for i in range(data.count if data is not None else 1):
+                if self.blind_id(f"{fid}@{i}") == name:
+                    return f"{fid}@{i}"
+        raise UnknownTask(name, self.ids())
+
     def get(self, task_id: str) -> TaskSpec:
-        """A task by id, or ``family@N``: variant N of a family (0: the family's folder)."""
+        """A task by id, or ``family@N``: variant N of a family (0: the family's folder), or the
+        blind id of one (``blind_id``)."""
+        if task_id.startswith(BLIND_PREFIX):
+            task_id = self.unblind(task_id)
         if "@" in task_id:
             family, _, index = task_id.partition("@")
             if not index.isdigit():

@@ -89,8 +89,9 @@ class VariantsData(BaseModel):
         seen = self.train + self.test
         if sorted(seen) != list(range(self.count)):
             raise ValueError(f"train + test must list every variant 0..{self.count - 1} once")
-        if 0 not in self.train:
-            raise ValueError("variant 0 (the family's folder) belongs to the train split")
+        if self.train and 0 not in self.train:
+            raise ValueError("variant 0 (the family's folder) belongs to the train split, unless the "
+                             "whole family is held out (train = [], every variant in test)")
         pinned = [i for p in self.placement for i in p.variants]
         if len(pinned) != len(set(pinned)) or not all(1 <= i < self.count for i in pinned):
             raise ValueError(f"placement variants must be distinct indices 1..{self.count - 1}, got {pinned}")
@@ -99,6 +100,12 @@ class VariantsData(BaseModel):
             if not cands or bad:
                 raise ValueError(f"{key}: candidates must be new identifiers, got {cands}")
         return self
+
+    @property
+    def held_out(self) -> bool:
+        """A test family: every variant, the folder itself included, is in the test split (never
+        used to tune the shared analyses or the kit), for measuring generalisation to a bug type."""
+        return not self.train
 
     def split_of(self, index: int) -> Split:
         return "test" if index in self.test else "train"

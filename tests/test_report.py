@@ -4,6 +4,7 @@ summary and readable trajectory pages, rendered for real in headless Chromium.""
 from __future__ import annotations
 
 import base64
+import json
 import re
 import shutil
 import subprocess
@@ -56,7 +57,7 @@ def test_report_is_self_contained_with_every_section(report_dir: Path) -> None:
     for anchor, title in SECTIONS:
         assert f"<section id='{anchor}'><h2>{title}</h2>" in doc
     images = re.findall(r"src='data:image/png;base64,([A-Za-z0-9+/=]+)'", doc)
-    assert len(images) == 6
+    assert len(images) == 7
     assert all(base64.b64decode(i).startswith(PNG_MAGIC) and len(i) > 5000 for i in images)
     assert "<script" not in doc.lower() and "<link" not in doc.lower() and "@import" not in doc
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", doc), "a network fetch"
@@ -67,7 +68,7 @@ def test_report_is_self_contained_with_every_section(report_dir: Path) -> None:
     assert "infra_error" in doc and "agent_error" in doc and "excluded" in doc
     assert "Wilson score interval" in doc and "Student t interval" in doc
     for name in ("success_per_task", "success_per_difficulty", "score_distribution", "steps_to_solve",
-                 "time_per_phase", "outcome_breakdown"):
+                 "time_per_phase", "outcome_breakdown", "paired_differences"):
         assert (report_dir / "plots" / f"{name}.png").read_bytes().startswith(PNG_MAGIC)
 
 
@@ -145,4 +146,86 @@ def test_report_renders_in_headless_chromium(report_dir: Path, tmp_path: Path) -
     assert dom.returncode == 0
     headings = re.findall(r"<h2>([^<]+)</h2>", dom.stdout)
     assert headings == [t for _, t in SECTIONS]
-    assert dom.stdout.count('src="data:image/png;base64,') == 6
+    assert dom.stdout.count('src="data:image/png;base64,') == 7
+    assert 'id="mock-notice"' in dom.stdout and "not fresh executions" in dom.stdout
+
+
+def test_paired_differences_between_agents(report_dir: Path) -> None:
+    """Every two agents on the episodes both played: mean difference with a 95% interval."""
+    from sandbox_env.eval.summary import load_summary_inputs, summarize
+
+    s = summarize(*load_summary_inputs(report_dir)[:2])
+    pair = next(p for p in s.pairs if {p.first, p.second} == {"oracle", "random"})
+    assert pair.n_pairs == 8  # oracle seeds 0-1 x 4 tasks, random seeds 0-2: the common 8
+    sign = 1 if pair.first == "oracle" else -1
+    d = pair.score_diff
+    assert d.mean is not None and d.lo is not None and d.hi is not None
+    assert sign * d.mean > 0.9 and d.lo <= d.mean <= d.hi and (d.lo > 0 if sign > 0 else d.hi < 0)
+    assert pair.success_diff.mean == sign * 1.0
+    assert (pair.first_better, pair.second_better)[0 if sign > 0 else 1] == 8
+    labels = list(s.agents)
+    assert len(s.pairs) == len(labels) * (len(labels) - 1) // 2
+    doc = (report_dir / "report.html").read_text()
+    assert "<section id='pairs'><h2>Paired differences</h2>" in doc and "[+0." in doc
+    written = json.loads((report_dir / "summary.json").read_text())  # the eval run wrote it
+    assert [(p["first"], p["second"]) for p in written["pairs"]] == [(p.first, p.second) for p in s.pairs]
+
+
+def test_paired_difference_interval_is_student_t_on_the_differences() -> None:
+    from sandbox_env.eval.stats import paired_difference_ci
+
+    c = paired_difference_ci([1.0, 1.0, 1.0, 0.5], [0.0, 1.0, 0.0, 0.5])  # differences 1, 0, 1, 0
+    assert c.n == 4 and c.mean == pytest.approx(0.5)
+    half = 3.182446 * 0.57735027 / 2  # t(0.975, 3) * sd / sqrt(4)
+    assert c.lo == pytest.approx(0.5 - half, abs=1e-5) and c.hi == pytest.approx(min(1.0, 0.5 + half))
+    one = paired_difference_ci([0.9], [0.1])
+    assert one.mean == pytest.approx(0.8) and one.lo is None
+    with pytest.raises(ValueError):
+        paired_difference_ci([1.0], [])
+
+
+def test_each_rejected_episode_names_its_failing_reason(report_dir: Path) -> None:
+    from sandbox_env.eval.report_tables import episode_rows
+
+    recs = sorted(read_records(report_dir / EPISODES_FILE).records, key=lambda r: r.record_id)
+    head, rows = episode_rows(recs)
+    col = head.index("why rejected (first reason of the failing verdict)")
+    rejected = [(r, row) for r, row in zip(recs, rows, strict=True) if r.outcome == "rejected"]
+    assert rejected
+    for r, row in rejected:
+        assert row[col] != "-" and "[mock]" not in row[col] and len(row[col]) <= 240
+        assert r.verdict is not None and any(row[col].split(" (")[0] in x for x in r.verdict.reasons)
+    assert all(row[col] == "-" for r, row in zip(recs, rows, strict=True) if r.outcome != "rejected")
+    assert "why rejected" in (report_dir / "report.md").read_text()
+
+
+def test_mock_mode_results_carry_a_notice(report_dir: Path) -> None:
+    doc = (report_dir / "report.html").read_text()
+    assert doc.index("id='mock-notice'") < doc.index("<section id='overview'>")
+    assert "replays of runs recorded in real sandboxes" in doc
+    md = (report_dir / "report.md").read_text()
+    assert md.splitlines()[2].startswith("> **Mock mode:")
+
+
+def test_each_agent_keeps_one_colour_in_every_figure() -> None:
+    """Boxes, whiskers, medians and dots of an agent are drawn in that agent's colour (the median
+    line was once left at matplotlib's default, the second agent's colour)."""
+    from matplotlib.colors import to_hex
+    from matplotlib.figure import Figure
+
+    from sandbox_env.eval import plots
+
+    agents = ["first", "second", "third"]
+    colours = plots.agent_colours(agents)
+    assert len(set(colours.values())) == 3 and plots.agent_colours(agents) == colours
+    ax = Figure().subplots()
+    data = {(a, t): [0.1 * i + 0.01 * j for j in range(5)] for i, a in enumerate(agents) for t in ("x", "y")}
+    plots._grouped_boxes(ax, data, agents, ["x", "y"])
+    medians = sorted((line.get_xdata()[0], to_hex(line.get_color())) for line in ax.lines
+                     if line.get_linewidth() == pytest.approx(2.2))
+    assert len(medians) == 6
+    # positions: for each group, agents left to right
+    by_group = [medians[i:i + 3] for i in (0, 3)]
+    for group in by_group:
+        assert [c for _, c in group] == [colours[a] for a in agents]
+    assert {to_hex(p.get_facecolor()[:3]) for p in ax.patches} == set(colours.values())

@@ -15,6 +15,7 @@ from ..errors import VariantNotCertified
 from ..sandbox import SandboxUnavailable
 from ..sandbox.docker.runtime import RUNTIME_ENV
 from ..suite.tasks import TaskError, UnknownTask
+from .common import EXTRAS, missing_package_message
 from .parser import build_parser
 
 __all__ = ["build_parser", "main"]
@@ -28,5 +29,20 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.fn(args) or 0)
     except (UnknownTask, TaskError, SandboxUnavailable, VariantNotCertified) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {exc}{_install_hint(str(exc))}", file=sys.stderr)
         return 2
+    except ModuleNotFoundError as exc:  # an optional package: one line naming its install command
+        package = (exc.name or "").partition(".")[0]
+        if package not in EXTRAS:
+            raise
+        print(f"error: {missing_package_message(package, f'sandbox-env {args.cmd}')}", file=sys.stderr)
+        return 2
+
+
+def _install_hint(message: str) -> str:
+    """For a backend unavailable because its Python package is missing: how to install it."""
+    for package in ("docker", "ray"):
+        if f"{package} Python package is not installed" in message or (
+                package == "ray" and "Ray is not installed" in message):
+            return f"; {missing_package_message(package, 'this mode')}"
+    return ""

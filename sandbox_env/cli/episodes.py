@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 from .. import __version__
 from ..environment import TriageEnvironment
@@ -50,6 +51,9 @@ def cmd_tasks(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
+    if args.markdown:
+        print(tasks_markdown(registry, rows))
+        return 0
     print(f"{'id':28s} {'difficulty':10s} {'steps':>5s} {'patches':>7s} {'variants':>8s} "
           f"{'train':14s} {'test':8s} title")
     for r in rows:
@@ -58,6 +62,18 @@ def cmd_tasks(args: argparse.Namespace) -> int:
     print("address a variant as FAMILY@N (reset task=FAMILY@N, or task=FAMILY with seed=N); "
           "`sandbox-env tasks --variants` lists each one")
     return 0
+
+
+def tasks_markdown(registry: TaskRegistry, rows: list[dict[str, Any]]) -> str:
+    """The README's task table: one row per family (the README holds this output verbatim)."""
+    lines = ["| family | category | difficulty | steps | variants: train / test "
+             "| what the incident report says |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        spec = registry.get(r["id"])
+        category = getattr(spec, "category", "") or "-"
+        lines.append(f"| `{r['id']}` | {category} | {r['difficulty']} | {r['max_steps']} | "
+                     f"{_indices(r['train']) or '-'} / {_indices(r['test']) or '-'} | {r['title']} |")
+    return "\n".join(lines)
 
 
 def _indices(xs: list[int]) -> str:

@@ -6,11 +6,17 @@ import argparse
 from typing import Any
 
 from .. import __version__
-from ..sandbox import mode_choices
+from ..sandbox import mode_choices, tiers
 from ..sandbox.docker.runtime import RUNTIME_ENV, RUNTIMES
 from . import episodes, evaluation, operations
 
 DESCRIPTION = "Command line: `sandbox-env serve | tasks | run | play | record`."
+
+
+def auto_help() -> str:
+    """What ``--mode auto`` does, from the backend table (the same walk doctor reports)."""
+    return (f"auto: the first of {' -> '.join(b.name for b in tiers())} that works here "
+            "(`sandbox-env doctor` shows which)")
 Sub = Any  # argparse's _SubParsersAction (private type)
 
 
@@ -30,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _episode_commands(sub: Sub) -> None:
     s = sub.add_parser("serve", help="run the HTTP server")
-    s.add_argument("--mode", choices=mode_choices(), default="mock")
+    s.add_argument("--mode", choices=mode_choices(), default="mock", help=auto_help())
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=int, default=8000)
     s.add_argument("--max-sessions", type=int, default=None,
@@ -45,13 +51,15 @@ def _episode_commands(sub: Sub) -> None:
 
     s = sub.add_parser("tasks", help="list the task families, their variants and splits")
     s.add_argument("--json", action="store_true")
+    s.add_argument("--markdown", action="store_true", help="one row per family as a Markdown table "
+                                                          "(the README's task table)")
     s.add_argument("--variants", action="store_true",
                    help="one row per variant (family@N): split, repo hash, certified or not")
     s.set_defaults(fn=episodes.cmd_tasks)
 
     s = sub.add_parser("run", help="run a task repo (original or patched) and print the real output")
     s.add_argument("task")
-    s.add_argument("--mode", choices=mode_choices(), default="mock")
+    s.add_argument("--mode", choices=mode_choices(), default="mock", help=auto_help())
     s.add_argument("--patch", help="'solution', a file in patches/, or a path")
     s.add_argument("--command", help="command to run instead of the task's run command")
     s.add_argument("--verify", action="store_true", help="also run the hidden checks")
@@ -61,7 +69,7 @@ def _episode_commands(sub: Sub) -> None:
     s.add_argument("task", help="task id or 'all'")
     s.add_argument("--oracle", action="store_true", required=True,
                    help="apply the reference fix (the only built-in player for now)")
-    s.add_argument("--mode", choices=mode_choices(), default="mock")
+    s.add_argument("--mode", choices=mode_choices(), default="mock", help=auto_help())
     s.add_argument("-v", "--verbose", action="store_true")
     s.set_defaults(fn=episodes.cmd_play)
 
@@ -177,9 +185,7 @@ def _eval_commands(sub: Sub) -> None:
     s.add_argument("--force-concurrency", action="store_true")
     s.add_argument("--infra-retries", type=int, default=1,
                    help="play an episode again after an infra or env error, up to N times (default 1)")
-    s.add_argument("--mode", choices=mode_choices(untrusted=True), default="auto",
-                   help="auto: the first tier that works here (docker when the engine and image "
-                        "are there, else mock)")
+    s.add_argument("--mode", choices=mode_choices(untrusted=True), default="auto", help=auto_help())
     s.add_argument("--out", required=True, help="output directory; rerunning with it resumes")
     s.add_argument("--no-progress", action="store_true", help="one line per episode instead of the live "
                                                               "display (automatic when stdout is no TTY)")

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from matplotlib.figure import Figure
 
 from .records import OUTCOME_CLASSES, EpisodeRecord
-from .summary import GroupStats, Summary
+from .summary import GroupStats, PairedComparison, Summary
 
 OUTCOME_COLOURS = {"verified": "#2ca02c", "rejected": "#d62728", "budget_exhausted": "#ff7f0e",
                    "unfinished": "#7f7f7f", "infra_error": "#bcbd22", "error": "#1f1f1f"}
@@ -24,8 +24,19 @@ def _png(fig: Figure) -> bytes:
     return buf.getvalue()
 
 
-def _agent_colour(i: int) -> str:
-    return f"C{i % 10}"
+AGENT_PALETTE = ("#1f77b4", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22",
+                 "#2ca02c", "#d62728")
+
+
+def agent_colours(agents: Sequence[str]) -> dict[str, str]:
+    """One colour per agent label, the same in every figure (agents in the summary's order)."""
+    return {a: AGENT_PALETTE[i % len(AGENT_PALETTE)] for i, a in enumerate(agents)}
+
+
+def _colour_ticks(labels: object, rows: Sequence[tuple[str, str]], colours: dict[str, str]) -> None:
+    """Colour each ``agent · task`` tick label with its agent's colour."""
+    for label, (agent, _) in zip(labels, rows, strict=True):  # type: ignore[call-overload]
+        label.set_color(colours.get(agent, "#222"))
 
 
 def _empty(ax: object, text: str) -> None:
@@ -38,6 +49,7 @@ def success_bars(summary: Summary, by: str) -> bytes:
     """Success rate per task (by="task") or difficulty (by="difficulty"), agents side by side,
     with Wilson 95% intervals as error bars."""
     agents = list(summary.agents.values())
+    colours = agent_colours(list(summary.agents))
     groups: list[str] = []
     for a in agents:
         for g in (a.per_task if by == "task" else a.per_difficulty):
@@ -61,7 +73,7 @@ def success_bars(summary: Summary, by: str) -> bytes:
             lo.append(st.success.rate - (st.success.lo or 0.0))
             hi.append((st.success.hi or 0.0) - st.success.rate)
             kn.append(f"{st.success.k}/{st.success.n}")
-        ax.bar(xs, ys, width * 0.92, yerr=[lo, hi], capsize=3, color=_agent_colour(i), label=a.label)
+        ax.bar(xs, ys, width * 0.92, yerr=[lo, hi], capsize=3, color=colours[a.label], label=a.label)
         for x, text in zip(xs, kn, strict=True):
             ax.text(x, 0.015, text, ha="center", va="bottom", fontsize=7, color="#222",
                     bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.75})
@@ -77,7 +89,9 @@ def success_bars(summary: Summary, by: str) -> bytes:
 
 def _grouped_boxes(ax: object, data: dict[tuple[str, str], list[float]], agents: Sequence[str],
                    groups: Sequence[str], jitter_seed: int = 0) -> None:
+    """Box per (agent, group) in the agent's colour: face, edges, whiskers, caps and median line."""
     rng = random.Random(jitter_seed)
+    colours = agent_colours(agents)
     width = 0.8 / max(1, len(agents))
     for i, a in enumerate(agents):
         pos, vals = [], []
@@ -88,13 +102,15 @@ def _grouped_boxes(ax: object, data: dict[tuple[str, str], list[float]], agents:
                 vals.append(v)
         if not vals:
             continue
-        bp = ax.boxplot(vals, positions=pos, widths=width * 0.8, patch_artist=True,  # type: ignore[attr-defined]
-                        showfliers=False, manage_ticks=False)
-        for box in bp["boxes"]:
-            box.set(facecolor=_agent_colour(i), alpha=0.35)
+        colour = colours[a]
+        line = {"color": colour, "linewidth": 1.2}
+        ax.boxplot(vals, positions=pos, widths=width * 0.8, patch_artist=True,  # type: ignore[attr-defined]
+                   showfliers=False, manage_ticks=False, whiskerprops=line, capprops=line,
+                   medianprops={"color": colour, "linewidth": 2.2},
+                   boxprops={"facecolor": colour, "edgecolor": colour, "alpha": 0.35})
         for p, v in zip(pos, vals, strict=True):
             xs = [p + rng.uniform(-width * 0.25, width * 0.25) for _ in v]
-            ax.scatter(xs, v, s=10, color=_agent_colour(i), zorder=3,  # type: ignore[attr-defined]
+            ax.scatter(xs, v, s=10, color=colour, zorder=3,  # type: ignore[attr-defined]
                        label=a if p == pos[0] else None)
     ax.set_xticks(range(len(groups)), groups, rotation=15, ha="right")  # type: ignore[attr-defined]
 
@@ -173,6 +189,7 @@ def time_per_phase(records: list[EpisodeRecord], agents: Sequence[str], tasks: S
         ax.barh(range(len(rows)), widths, left=left, color=colour, label=phase)
         left = [x + w for x, w in zip(left, widths, strict=True)]
     ax.set_yticks(range(len(rows)), [f"{a} · {t}" for a, t in rows], fontsize=8)
+    _colour_ticks(ax.get_yticklabels(), rows, agent_colours(agents))
     ax.invert_yaxis()
     ax.set_xlabel("mean seconds per episode")
     ax.set_title("Time per phase (agent = outside environment calls; verification = submit_fix)")
@@ -198,9 +215,39 @@ def outcome_breakdown(records: list[EpisodeRecord], agents: Sequence[str], tasks
             ax.barh(range(len(rows)), widths, left=left, color=OUTCOME_COLOURS[oc], label=oc)
         left = [x + w for x, w in zip(left, widths, strict=True)]
     ax.set_yticks(range(len(rows)), [f"{a} · {t}" for a, t in rows], fontsize=8)
+    _colour_ticks(ax.get_yticklabels(), rows, agent_colours(agents))
     ax.invert_yaxis()
     ax.set_xlim(0, 1)
     ax.set_xlabel("fraction of episodes (excluded ones included)")
     ax.set_title("Outcome breakdown")
     fig.legend(fontsize=7, ncols=len(OUTCOME_CLASSES), loc="outside lower center", frameon=False)
+    return _png(fig)
+
+
+def paired_differences(pairs: Sequence[PairedComparison]) -> bytes:
+    """Per pair of agents: mean paired difference in score and in success (first - second) over the
+    episodes both played, with Student t 95% intervals; 0 marked."""
+    rows = [p for p in pairs if p.n_pairs]
+    fig = Figure(figsize=(8.0, max(2.4, 0.55 * len(rows) + 1.6)), layout="constrained")
+    axes = fig.subplots(1, 2, sharey=True)
+    if not rows:
+        for ax in axes:
+            _empty(ax, "no two agents played the same episodes")
+        return _png(fig)
+    labels = [f"{p.first} − {p.second} (n={p.n_pairs})" for p in rows]
+    for ax, metric, title in ((axes[0], "score_diff", "score difference"),
+                              (axes[1], "success_diff", "success-rate difference")):
+        for y, p in enumerate(rows):
+            c = getattr(p, metric)
+            if c.mean is None:
+                continue
+            err = ([[c.mean - c.lo], [c.hi - c.mean]] if c.lo is not None and c.hi is not None else None)
+            ax.errorbar([c.mean], [y], xerr=err, fmt="o", color="#333", capsize=4, markersize=6)
+        ax.axvline(0.0, color="#999", linestyle="dashed", linewidth=1)
+        ax.set_xlim(-1.05, 1.05)
+        ax.set_xlabel(f"{title} (first − second, 95% CI)")
+        ax.grid(axis="x", alpha=0.3)
+    axes[0].set_yticks(range(len(rows)), labels, fontsize=8)
+    axes[0].invert_yaxis()
+    fig.suptitle("Paired differences on the same episodes (task, seed)", fontsize=11)
     return _png(fig)

@@ -20,6 +20,7 @@ from .report_tables import (
     REPORT_MD,
     SECTIONS,
     TRAJ_DIR,
+    mock_notice,
     report_tables,
     trajectory_file,
 )
@@ -41,10 +42,7 @@ class ReportError(RuntimeError):
 
 def build_report(out: Path, title: str | None = None) -> ReportResult:
     """Write DIR/report.html (self-contained), DIR/report.md, DIR/plots/*.png, DIR/trajectories/*.html."""
-    try:
-        from . import plots
-    except ImportError as exc:
-        raise ReportError(f"the report needs matplotlib: pip install 'sandbox-env[eval]' ({exc})") from None
+    from . import plots  # matplotlib (the eval extra): a ModuleNotFoundError names it
     all_records, runs, bad = load_summary_inputs(out)
     if not all_records:
         raise ReportError(f"{out / EPISODES_FILE}: no episode records to report")
@@ -59,8 +57,10 @@ def build_report(out: Path, title: str | None = None) -> ReportResult:
         return f"<img alt='{e(name)}' src='data:image/png;base64,{data}'>"
 
     tables = report_tables(summary, records)
-    (out / REPORT_HTML).write_text(report_html(summary, title, tables, img), encoding="utf-8")
-    (out / REPORT_MD).write_text(report_markdown(summary, title, tables, list(figures)), encoding="utf-8")
+    notice = mock_notice(summary, records)
+    (out / REPORT_HTML).write_text(report_html(summary, title, tables, img, notice), encoding="utf-8")
+    (out / REPORT_MD).write_text(report_markdown(summary, title, tables, list(figures), notice),
+                                 encoding="utf-8")
     return ReportResult(html=out / REPORT_HTML, markdown=out / REPORT_MD, trajectories=len(records),
                         plots=[f"{PLOTS_DIR}/{n}.png" for n in figures])
 
@@ -68,7 +68,7 @@ def build_report(out: Path, title: str | None = None) -> ReportResult:
 def _write_plots(plots: ModuleType, out: Path, summary: Summary,
                  records: list[EpisodeRecord]) -> dict[str, bytes]:
     """Render every figure (``plots``: eval/plots.py), write DIR/plots/NAME.png, return the PNGs by name."""
-    agents = list(summary.agents)
+    agents = list(summary.agents)  # this order gives each agent its colour in every figure
     tasks: list[str] = []
     for a in summary.agents.values():
         tasks += [t for t in a.tasks if t not in tasks]
@@ -80,6 +80,8 @@ def _write_plots(plots: ModuleType, out: Path, summary: Summary,
         "time_per_phase": plots.time_per_phase(records, agents, tasks),
         "outcome_breakdown": plots.outcome_breakdown(records, agents, tasks),
     }
+    if summary.pairs:
+        figures["paired_differences"] = plots.paired_differences(summary.pairs)
     (out / PLOTS_DIR).mkdir(exist_ok=True)
     for name, png in figures.items():
         (out / PLOTS_DIR / f"{name}.png").write_bytes(png)

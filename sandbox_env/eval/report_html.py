@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable, Iterable
 
 from .records import EpisodeRecord, StepRecord
-from .report_tables import REPORT_HTML, SECTIONS, Row, Table, meta_lines, replay_lines
+from .report_tables import REPORT_HTML, SECTIONS, Row, Table, meta_lines, pair_note, replay_lines
 from .summary import Summary
 
 CSS = """
@@ -24,6 +24,7 @@ word-break:break-word;font-size:12px;margin:4px 0}
 .s-verified{color:#1a7f37;font-weight:600}.s-rejected{color:#c62828}.s-budget_exhausted{color:#d46b08}
 .s-infra_error{color:#8a7a00}.s-error{color:#000;font-weight:600}.s-unfinished{color:#666}
 .step{border:1px solid #ddd;border-radius:6px;padding:8px 12px;margin:10px 0}
+.notice{background:#fff8e1;border:1px solid #e0b400;border-radius:6px;padding:8px 12px;margin:10px 0}
 .step h3{margin:0 0 6px}.err{color:#c62828}.box{background:#fafafa;border:1px solid #ddd;border-radius:6px;
 padding:8px 12px;margin:8px 0}
 """
@@ -164,15 +165,20 @@ def _provenance_html(r: EpisodeRecord) -> list[str]:
 
 
 # --------------------------------------------------------------------------- the report page
-def report_html(s: Summary, title: str, tables: dict[str, Table], img: Callable[[str], str]) -> str:
+def report_html(s: Summary, title: str, tables: dict[str, Table], img: Callable[[str], str],
+                notice: str = "") -> str:
     nav = "".join(f"<a href='#{i}'>{e(t)}</a>" for i, t in SECTIONS)
     sec = dict(SECTIONS)
     body = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{e(title)}</title>"
             f"<style>{CSS}</style></head><body><h1>{e(title)}</h1><nav>{nav}</nav>"]
+    if notice:
+        body.append(f"<p class='notice' id='mock-notice'><b>{e(notice)}</b></p>")
     body.append(f"<section id='overview'><h2>{sec['overview']}</h2>"
                 + "".join(f"<p class='muted'>{e(x)}</p>" for x in meta_lines(s))
                 + html_table(*tables["overview"])
                 + "".join(f"<p><b>Replay:</b> {e(x)}</p>" for x in replay_lines(s)) + "</section>")
+    body.append(f"<section id='pairs'><h2>{sec['pairs']}</h2><p class='muted'>{e(pair_note(s))}</p>"
+                f"{img('paired_differences') if s.pairs else ''}{html_table(*tables['pairs'])}</section>")
     body.append(f"<section id='success-task'><h2>{sec['success-task']}</h2>{img('success_per_task')}"
                 f"{html_table(*tables['task'])}</section>")
     body.append(f"<section id='success-difficulty'><h2>{sec['success-difficulty']}</h2>"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .report_tables import PLOTS_DIR, SECTIONS, Row, Table, meta_lines, replay_lines
+from .report_tables import PLOTS_DIR, SECTIONS, Row, Table, meta_lines, pair_note, replay_lines
 from .summary import Summary
 
 
@@ -16,12 +16,16 @@ def md_table(head: Row, rows: list[Row], link_col: int | None = None) -> str:
     return "\n".join(lines)
 
 
-def report_markdown(s: Summary, title: str, tables: dict[str, Table], figures: list[str]) -> str:
+def report_markdown(s: Summary, title: str, tables: dict[str, Table], figures: list[str],
+                    notice: str = "") -> str:
     sec = dict(SECTIONS)
     fig = {n: f"![{n}]({PLOTS_DIR}/{n}.png)" for n in figures}
-    parts = [f"# {title}", "", *[f"{x}  " for x in meta_lines(s)], "",
+    parts = [f"# {title}", "", *([f"> **{notice}**", ""] if notice else []),
+             *[f"{x}  " for x in meta_lines(s)], "",
              f"## {sec['overview']}", "", md_table(*tables["overview"]), ""]
     parts += [f"Replay: {x}" for x in replay_lines(s)]
+    parts += [f"## {sec['pairs']}", "", pair_note(s), "",
+              *([fig["paired_differences"], ""] if s.pairs else []), md_table(*tables["pairs"]), ""]
     parts += [f"## {sec['success-task']}", "", fig["success_per_task"], "", md_table(*tables["task"]), "",
               f"## {sec['success-difficulty']}", "", fig["success_per_difficulty"], "",
               md_table(*tables["difficulty"]), "",

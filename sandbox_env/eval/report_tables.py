@@ -14,6 +14,7 @@ TRAJ_DIR = "trajectories"
 PLOTS_DIR = "plots"
 SECTIONS = (
     ("overview", "Overview"),
+    ("pairs", "Paired differences"),
     ("success-task", "Success rate per task"),
     ("success-difficulty", "Success rate per difficulty"),
     ("success-variants", "Success rate per family and split"),
@@ -66,7 +67,7 @@ def report_tables(s: Summary, records: list[EpisodeRecord]) -> dict[str, Table]:
         "difficulty": group_rows(s, "difficulty"), "family": group_rows(s, "family"),
         "split": group_rows(s, "split"), "phases": phase_rows(s),
         "outcomes": outcome_rows(s), "episodes": episode_rows(records),
-        "provenance": provenance_rows(records),
+        "provenance": provenance_rows(records), "pairs": pair_rows(s),
     }
 
 
@@ -135,14 +136,75 @@ def outcome_rows(s: Summary) -> Table:
     return head, rows
 
 
+REASON_CHARS = 240
+KNOBS = re.compile(r"\((?!error)(?=[^()]*=)[^()]{60,}\)")
+
+
+def rejection_reason(r: EpisodeRecord) -> str:
+    """A rejected episode: the first reason its failing verdict gives, first line, capped; else ''."""
+    if r.outcome != "rejected" or r.verdict is None or r.verdict.passed:
+        return ""
+    for reason in r.verdict.reasons:
+        if reason.strip() and not reason.startswith("[mock]"):
+            first = reason.strip().splitlines()[0].removesuffix("; last output:")
+            first = KNOBS.sub("(…)", first)  # a long knob list hides what failed
+            return first if len(first) <= REASON_CHARS else first[:REASON_CHARS - 1] + "…"
+    return f"verdict {r.verdict.outcome} (no reason given)"
+
+
 def episode_rows(records: list[EpisodeRecord]) -> Table:
-    head = ["agent", "task", "seed", "status", "outcome", "verdict", "score", "steps", "wall s", "trajectory"]
+    head = ["agent", "task", "seed", "status", "outcome", "verdict", "score", "steps", "wall s", "trajectory",
+            "why rejected (first reason of the failing verdict)"]
     rows = []
     for r in records:
         rows.append([r.agent, r.task, str(r.seed), r.status, r.outcome, r.verdict_outcome or "-",
                      "excluded" if r.score is None else f"{r.score:.3f}", str(r.steps),
-                     f"{r.timings.total_s:.2f}", f"{TRAJ_DIR}/{trajectory_file(r)}"])
+                     f"{r.timings.total_s:.2f}", f"{TRAJ_DIR}/{trajectory_file(r)}",
+                     rejection_reason(r) or "-"])
     return head, rows
+
+
+def fmt_diff(c: MeanCI) -> str:
+    if c.mean is None:
+        return "n/a"
+    ci = f" [{c.lo:+.3f}, {c.hi:+.3f}]" if c.lo is not None and c.hi is not None else " (n < 2: no interval)"
+    return f"{c.mean:+.3f}{ci}"
+
+
+def pair_rows(s: Summary) -> Table:
+    """Every two agents on the episodes both played: paired differences with 95% intervals."""
+    head = ["first", "second", "paired episodes", "score difference [95% CI]",
+            "success difference [95% CI]", "first better / second better / ties"]
+    rows = [[p.first, p.second, str(p.n_pairs), fmt_diff(p.score_diff), fmt_diff(p.success_diff),
+             f"{p.first_better} / {p.second_better} / {p.ties}"] for p in s.pairs]
+    return head, rows
+
+
+def pair_note(s: Summary) -> str:
+    if not s.pairs:
+        return "One agent only: run a second agent into the same directory to compare them."
+    return ("Differences are first − second over the episodes both agents played (same task and seed, "
+            "both scored); an interval that excludes 0 is a difference at the 95% level.")
+
+
+def mock_notice(s: Summary, records: list[EpisodeRecord]) -> str:
+    """Said at the top when episodes ran in mock mode: their runs and verdicts are replays."""
+    mock = [r for r in records if r.mode == "mock"]
+    if not mock:
+        return ""
+    unsure = sum(r.status == "unsure" for r in mock)
+    how: dict[str, int] = {}
+    for r in mock:
+        p = getattr(r.verdict, "provenance", "") if r.verdict else ""
+        if p:
+            how[p] = how.get(p, 0) + 1
+    said = ", ".join(f"{n} {p}" for p, n in sorted(how.items()))
+    return (f"Mock mode: {len(mock)} of {len(records)} episodes ran in mock mode. Their command outputs "
+            "and verdicts are replays of runs recorded in real sandboxes (or inferred from them for "
+            "states never recorded), not fresh executions"
+            + (f" (verdicts: {said})" if said else "")
+            + (f"; {unsure} unsure verdicts are excluded from every statistic" if unsure else "")
+            + ". Confirm results that matter in docker mode (--mode docker).")
 
 
 def provenance_rows(records: list[EpisodeRecord]) -> Table:

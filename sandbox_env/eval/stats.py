@@ -138,3 +138,12 @@ def median(values: Sequence[float]) -> float | None:
 
 def mean(values: Sequence[float]) -> float | None:
     return statistics.fmean(values) if values else None
+
+
+def paired_difference_ci(first: Sequence[float], second: Sequence[float],
+                         confidence: float = CONFIDENCE) -> MeanCI:
+    """Mean of the paired differences ``first[i] - second[i]`` with a two-sided Student t interval
+    (mean ± t·s/√n over the differences), clipped to [-1, 1] (scores and success are in [0, 1])."""
+    if len(first) != len(second):
+        raise ValueError(f"paired samples differ in length: {len(first)} vs {len(second)}")
+    return mean_ci([a - b for a, b in zip(first, second, strict=True)], confidence, bounds=(-1.0, 1.0))

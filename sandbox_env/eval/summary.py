@@ -22,7 +22,7 @@ from .records import (
     read_records,
     read_runs,
 )
-from .stats import MeanCI, RateCI, mean, mean_ci, median, wilson
+from .stats import MeanCI, RateCI, mean, mean_ci, median, paired_difference_ci, wilson
 
 DIFFICULTIES = ("easy", "medium", "hard")
 METHODS = {
@@ -32,6 +32,9 @@ METHODS = {
                   "and step statistic; agent_error episodes are scored as failures",
     "identity": "an episode is (agent label, task, seed); the newest record of an identity counts",
     "steps_to_solve": "environment steps of verified episodes",
+    "paired_difference": "for two agents, the episodes both played (same task and seed, both scored): "
+                         "mean of the per-episode differences (first - second) in score and in success "
+                         "(1/0), Student t interval on the differences, 95%",
 }
 
 
@@ -91,6 +94,19 @@ class AgentSummary(BaseModel):
     replay: ReplaySummary | None = None
 
 
+class PairedComparison(BaseModel):
+    """Two agents on the same episodes (task and seed, both scored): per-episode differences."""
+
+    first: str
+    second: str
+    n_pairs: int = Field(description="episodes both agents played and both were scored")
+    score_diff: MeanCI = Field(description="mean of first's score - second's, Student t 95% interval")
+    success_diff: MeanCI = Field(description="mean of first's success - second's (1/0 each)")
+    first_better: int = Field(description="pairs where first scored higher")
+    second_better: int
+    ties: int
+
+
 class Summary(BaseModel):
     schema_version: int = 1
     generated_at: str
@@ -103,6 +119,8 @@ class Summary(BaseModel):
     task_difficulty: dict[str, str] = Field(default_factory=dict)
     task_versions: dict[str, list[str]] = Field(default_factory=dict)
     agents: dict[str, AgentSummary] = Field(default_factory=dict)
+    pairs: list[PairedComparison] = Field(default_factory=list, description="every two agents, "
+                                          "compared on the episodes both played")
     runs: list[RunInfo] = Field(default_factory=list)
     interrupted: bool = Field(default=False, description="the latest run was interrupted")
 
@@ -148,6 +166,29 @@ def group_stats(records: Iterable[EpisodeRecord]) -> GroupStats:
     )
 
 
+def paired_comparisons(records: Iterable[EpisodeRecord], agents: list[str]) -> list[PairedComparison]:
+    """Every two agents (in ``agents`` order) on the episodes both played, both scored."""
+    by_agent: dict[str, dict[tuple[str, int], EpisodeRecord]] = {}
+    for r in records:
+        if r.scored:
+            by_agent.setdefault(r.agent, {})[(r.task, r.seed)] = r
+    out = []
+    for i, a in enumerate(agents):
+        for b in agents[i + 1:]:
+            mine, theirs = by_agent.get(a, {}), by_agent.get(b, {})
+            keys = sorted(mine.keys() & theirs.keys())
+            sa = [mine[k].score or 0.0 for k in keys]
+            sb = [theirs[k].score or 0.0 for k in keys]
+            out.append(PairedComparison(
+                first=a, second=b, n_pairs=len(keys), score_diff=paired_difference_ci(sa, sb),
+                success_diff=paired_difference_ci([float(mine[k].success) for k in keys],
+                                                  [float(theirs[k].success) for k in keys]),
+                first_better=sum(x > y for x, y in zip(sa, sb, strict=True)),
+                second_better=sum(x < y for x, y in zip(sa, sb, strict=True)),
+                ties=sum(x == y for x, y in zip(sa, sb, strict=True))))
+    return out
+
+
 def _order(keys: Iterable[str], preferred: tuple[str, ...] = ()) -> list[str]:
     ks = set(keys)
     return [k for k in preferred if k in ks] + sorted(ks - set(preferred))
@@ -188,6 +229,7 @@ def summarize(records: list[EpisodeRecord], runs: list[RunInfo] | None = None, d
                 mismatched=[f"{r.task} seed={r.seed}" for r in replays if r.replay and not r.replay.matches],
             ) if replays else None,
         )
+    s.pairs = paired_comparisons(newest, list(s.agents))
     return s
 
 

@@ -9,7 +9,7 @@ the production copy is a git checkout while the workspace is not: both ways are 
 deployment's environment there (a scheduler's job variables, a service user, no ``timeout`` in
 the process chain) and, under the driver, how the code is entered (argv, modules, the driver's
 knobs). One residual is pinned, not hidden: above the nearest ancestor, a verification's
-process chain includes the check's own process (``ancestors``; README, known gaps).
+process chain includes the check's own process (``ancestors``; docs/security.md, known gaps).
 """
 
 from __future__ import annotations

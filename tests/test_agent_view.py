@@ -104,7 +104,7 @@ def _old_names(task: TaskSpec) -> set[str]:
 def _words(text: str) -> set[str]:
     """The identifiers a text cites: distinctive names (an underscore or a capital), plain names
     called (``fit(``), module files (``config.py``); plain English words are not citations."""
-    out = set()
+    out = set(re.findall(r"(?<![\w.])([a-z_][a-z0-9_]*)\.[A-Z]", text))  # a module qualifying a class
     for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*(?:\.py\b|\()?", text):
         if w.endswith("("):
             out.add(w[:-1])

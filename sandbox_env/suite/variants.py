@@ -325,6 +325,10 @@ class Renamer:
         # a module never after a dot (``torch._dynamo.config``); a name also as an attribute
         # (``self.max_update``), as the source renames it there too
         alts = [r"(?<![\w.])" + re.escape(m) + r"\.py\b" for m in self.modules]
+        # a module qualifying one of its classes or constants (``config.JobConfig``,
+        # ``activations.NONLINEARITIES``); a lowercase attribute (``model.eval()``) is more
+        # likely a variable's method than a module's function, so it stays
+        alts += [r"(?<![\w.])" + re.escape(m) + r"(?=\.[A-Z])" for m in self.modules]
         for old in self.names:
             end = r"\b" if ("_" in old or not old.islower()) else r"(?=\()"
             alts.append(r"(?<!\w)" + re.escape(old) + end)
@@ -339,7 +343,7 @@ class Renamer:
             word = m.group(0)
             if word.endswith(".py") and word[:-3] in self.modules:
                 return self.modules[word[:-3]] + ".py"
-            return self.names.get(word, word)
+            return self.names.get(word, self.modules.get(word, word))
 
         return self._prose.sub(sub, text)
 

@@ -841,3 +841,20 @@ def test_a_whole_family_may_be_held_out_but_variant_0_never_tests_alone() -> Non
     assert not VariantsData(count=4, train=[0, 1], test=[2, 3]).held_out
     with pytest.raises(ValueError, match="belongs to the train split"):
         VariantsData(count=4, train=[1], test=[0, 2, 3])
+
+
+def test_non_python_files_are_renamed_as_prose_except_in_draws_kept_before(tmp_path: Path) -> None:
+    """A README names the variant's files and classes; a draw kept before that (no prose_files
+    key in variants_drawn.toml) keeps its bytes."""
+    from sandbox_env.suite.variants import Draw, Renamer, load_draws, record_draw
+
+    r = Renamer({"Config": "JobConfig"}, {"config": "run_config"})
+    files = {"README.md": "Settings live in `config.py` (`Config`), see config.Config.\n", "a.py": "x = 1\n"}
+    assert r.files(files, prose_files=True)["README.md"] == (
+        "Settings live in `run_config.py` (`JobConfig`), see run_config.JobConfig.\n")
+    assert r.files(files)["README.md"] == files["README.md"]
+    assert Draw(index=1).prose_files
+    (tmp_path / "variants_drawn.toml").write_text("[[variant]]\nindex = 3\nplacement = \"\"\n")
+    assert load_draws(tmp_path)[3].prose_files is False
+    record_draw(tmp_path, Draw(index=4))
+    assert load_draws(tmp_path)[4].prose_files and not load_draws(tmp_path)[3].prose_files

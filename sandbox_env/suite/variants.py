@@ -133,13 +133,16 @@ class Draw(BaseModel):
     sizes: dict[str, int | float] = Field(default_factory=dict)
     modules: dict[str, str] = Field(default_factory=dict)
     names: dict[str, str] = Field(default_factory=dict)
+    # non-Python files (a README) renamed as prose too; a draw kept before this existed says
+    # false (load_draws), so a certified variant's bytes never change
+    prose_files: bool = True
 
     @classmethod
     def of(cls, manifest: VariantManifest) -> Draw:
         """The draw a generated variant was made from (its manifest's transforms)."""
         return cls(index=manifest.index, placement=manifest.placement or "",
                    sizes={f: _value(new) for f, (_, new) in manifest.sizes.items()},
-                   modules=manifest.module_renames, names=manifest.renames)
+                   modules=manifest.module_renames, names=manifest.renames, prose_files=manifest.prose_files)
 
 
 def load_draws(family_root: Path) -> dict[int, Draw]:
@@ -148,7 +151,8 @@ def load_draws(family_root: Path) -> dict[int, Draw]:
     if not path.exists():
         return {}
     try:
-        rows = [Draw.model_validate(r) for r in tomllib.loads(path.read_text()).get("variant", [])]
+        rows = [Draw.model_validate({"prose_files": False, **r})
+                for r in tomllib.loads(path.read_text()).get("variant", [])]
     except (tomllib.TOMLDecodeError, ValidationError) as exc:
         raise VariantError(f"{path}: {exc}") from exc
     return {d.index: d for d in rows}
@@ -166,7 +170,7 @@ def record_draw(family_root: Path, draw: Draw) -> Path:
     for d in sorted(rows.values(), key=lambda d: d.index):
         lines += ["[[variant]]", f"index = {d.index}", f"placement = {_toml(d.placement)}",
                   f"sizes = {table(d.sizes)}", f"modules = {table(d.modules)}",
-                  f"names = {table(d.names)}", ""]
+                  f"names = {table(d.names)}", f"prose_files = {str(d.prose_files).lower()}", ""]
     path = family_root / DRAWN_FILE
     path.write_text("\n".join(lines))
     return path
@@ -205,6 +209,7 @@ class VariantManifest(BaseModel):
     solution: str = "solution.patch"
     incident_report: str = ""  # how the incident report was made (Family._task_toml)
     draw: Literal["kept", "seeded", "none"] = "none"  # variants_drawn.toml's, from the seed, or none (0)
+    prose_files: bool = False  # non-Python files were renamed as prose (Draw.prose_files)
     base_root: str = ""  # the family's folder on this machine (never written into the repo)
 
     @property
@@ -272,8 +277,13 @@ class Renamer:
             return f"{self.modules[stem]}.py"
         return path
 
-    def files(self, files: dict[str, str]) -> dict[str, str]:
-        return {self.path(p): (self.source(t) if p.endswith(".py") else t) for p, t in files.items()}
+    def files(self, files: dict[str, str], prose_files: bool = False) -> dict[str, str]:
+        """Python files renamed as code; with ``prose_files`` every other file (a README, notes)
+        as prose, so it names the variant's files and identifiers too."""
+        def other(t: str) -> str:
+            return self.prose(t) if prose_files else t
+
+        return {self.path(p): (self.source(t) if p.endswith(".py") else other(t)) for p, t in files.items()}
 
     def dotted(self, ref: str) -> str:
         """``module:attr`` of task.toml's [entry]."""
@@ -651,7 +661,7 @@ class Family:
             if cfg_path in out:
                 for field, old, new in sizes:
                     out[cfg_path] = set_default(out[cfg_path], cfg_cls, field, old, new)
-            return renamer.files(out)
+            return renamer.files(out, draw.prose_files)
 
         repo = transform(placed)
         try:
@@ -684,7 +694,7 @@ class Family:
             family=self.name, index=index, split=self.data.split_of(index), transforms=transforms,
             repo_hash=repo_hash(repo), patches_kept=list(patches), patches_dropped=dropped,
             solution=solution_source, base_root=str(self.root), incident_report=how,
-            draw="kept" if index in self.draws else "seeded")
+            draw="kept" if index in self.draws else "seeded", prose_files=draw.prose_files)
         return Variant(manifest=manifest, repo=repo, base_repo=placed, solution_patch=new_solution,
                        patches=patches, task_toml=task_toml)
 
@@ -884,7 +894,7 @@ def to_base(files: dict[str, str], manifest: VariantManifest,
     inverse = _inverse_of(manifest)
     if inverse.collision(files) is not None:
         return None
-    out = inverse.files(files)
+    out = inverse.files(files, manifest.prose_files)
     cfg_mod, _, cfg_cls = config_ref.partition(":")
     path = f"{cfg_mod}.py"
     if path in out:

@@ -81,7 +81,8 @@ def test_compose_serves_real_docker_episodes(compose_url: str) -> None:
     r = httpx.post(compose_url + "/step", timeout=600, json={
         "episode_id": eid, "action_type": "submit_fix", "explanation": "no change"}).json()
     assert r["done"] and r["observation"]["verdict"]["passed"] is False
-    assert r["observation"]["verdict"]["source"] == "docker" and r["observation"]["score"] < 0.2
+    verdict = r["observation"]["verdict"]  # measured by the real checks; where and how stay operators'
+    assert verdict["provenance"] == "measured" and verdict["source"] == "" and r["observation"]["score"] < 0.2
     client = docker.from_env()
     time.sleep(1)
     leftovers = labelled(client, ["sandbox-env.role=verify", "sandbox-env.owner=compose-server"])

@@ -52,8 +52,10 @@ def verify(task: Path, ws: Path) -> tuple[dict | None, str, float]:
 def run_cmd(task: Path, ws: Path) -> None:
     spec = tomllib.loads((task / "task.toml").read_text())
     t = time.monotonic()
+    # `python` in the run command is this interpreter (the venv with torch), not the one on PATH
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     p = subprocess.run(spec["run_command"], shell=True, check=False, cwd=ws, capture_output=True, text=True,
-                       timeout=spec.get("limits", {}).get("timeout_s", 120) + 30)
+                       env=env, timeout=spec.get("limits", {}).get("timeout_s", 120) + 30)
     print(f"--- run: {spec['run_command']} rc={p.returncode} {time.monotonic() - t:.1f}s")
     print((p.stdout + p.stderr)[-4000:])
 

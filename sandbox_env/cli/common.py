@@ -4,6 +4,7 @@ and the one-line message for an optional package that is not installed."""
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -27,8 +28,12 @@ def task_registry(args: argparse.Namespace, *, allow_uncertified: bool | None = 
 
 
 def real_sandbox(args: argparse.Namespace, owner: str) -> tuple[Sandbox, dict[str, Any]]:
-    """A sandbox that executes for real and where its runs happen (image, torch version)."""
-    sandbox = make_sandbox(args.mode, owner=owner)
+    """A sandbox that executes for real and where its runs happen (image, torch version).
+
+    Its containers are labelled with SANDBOX_ENV_OWNER, else ``<owner>-<pid>``: a sandbox reaps its
+    owner's leftovers when it starts, so two jobs (two records, a record beside a certify) must
+    not share an owner. A crashed job's leftovers: ``sandbox-env reap``."""
+    sandbox = make_sandbox(args.mode, owner=os.environ.get("SANDBOX_ENV_OWNER") or f"{owner}-{os.getpid()}")
     return sandbox, {"source": sandbox.mode, **sandbox.provenance()}
 
 

@@ -843,18 +843,19 @@ def test_a_whole_family_may_be_held_out_but_variant_0_never_tests_alone() -> Non
         VariantsData(count=4, train=[1], test=[0, 2, 3])
 
 
-def test_non_python_files_are_renamed_as_prose_except_in_draws_kept_before(tmp_path: Path) -> None:
-    """A README names the variant's files and classes; a draw kept before that (no prose_files
-    key in variants_drawn.toml) keeps its bytes."""
+def test_the_second_prose_renames_apply_except_in_draws_kept_before(tmp_path: Path) -> None:
+    """A README names the variant's files and classes, and a module qualifying a class is renamed;
+    a draw kept before that (no prose_v2 key in variants_drawn.toml) keeps its bytes."""
     from sandbox_env.suite.variants import Draw, Renamer, load_draws, record_draw
 
-    r = Renamer({"Config": "JobConfig"}, {"config": "run_config"})
     files = {"README.md": "Settings live in `config.py` (`Config`), see config.Config.\n", "a.py": "x = 1\n"}
-    assert r.files(files, prose_files=True)["README.md"] == (
+    assert Renamer({"Config": "JobConfig"}, {"config": "run_config"}).files(files)["README.md"] == (
         "Settings live in `run_config.py` (`JobConfig`), see run_config.JobConfig.\n")
-    assert r.files(files)["README.md"] == files["README.md"]
-    assert Draw(index=1).prose_files
+    old = Renamer({"Config": "JobConfig"}, {"config": "run_config"}, prose_v2=False)
+    assert old.files(files)["README.md"] == files["README.md"]
+    assert old.prose("see config.Config") == "see config.JobConfig"  # no module qualifier either
+    assert Draw(index=1).prose_v2
     (tmp_path / "variants_drawn.toml").write_text("[[variant]]\nindex = 3\nplacement = \"\"\n")
-    assert load_draws(tmp_path)[3].prose_files is False
+    assert load_draws(tmp_path)[3].prose_v2 is False
     record_draw(tmp_path, Draw(index=4))
-    assert load_draws(tmp_path)[4].prose_files and not load_draws(tmp_path)[3].prose_files
+    assert load_draws(tmp_path)[4].prose_v2 and not load_draws(tmp_path)[3].prose_v2

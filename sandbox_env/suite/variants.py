@@ -133,16 +133,17 @@ class Draw(BaseModel):
     sizes: dict[str, int | float] = Field(default_factory=dict)
     modules: dict[str, str] = Field(default_factory=dict)
     names: dict[str, str] = Field(default_factory=dict)
-    # non-Python files (a README) renamed as prose too; a draw kept before this existed says
-    # false (load_draws), so a certified variant's bytes never change
-    prose_files: bool = True
+    # the second prose renames: non-Python files (a README) as prose, and a module where it
+    # qualifies a class or constant (config.JobConfig); a draw kept before they existed says false
+    # (load_draws), so a certified variant's bytes never change
+    prose_v2: bool = True
 
     @classmethod
     def of(cls, manifest: VariantManifest) -> Draw:
         """The draw a generated variant was made from (its manifest's transforms)."""
         return cls(index=manifest.index, placement=manifest.placement or "",
                    sizes={f: _value(new) for f, (_, new) in manifest.sizes.items()},
-                   modules=manifest.module_renames, names=manifest.renames, prose_files=manifest.prose_files)
+                   modules=manifest.module_renames, names=manifest.renames, prose_v2=manifest.prose_v2)
 
 
 def load_draws(family_root: Path) -> dict[int, Draw]:
@@ -151,7 +152,7 @@ def load_draws(family_root: Path) -> dict[int, Draw]:
     if not path.exists():
         return {}
     try:
-        rows = [Draw.model_validate({"prose_files": False, **r})
+        rows = [Draw.model_validate({"prose_v2": False, **r})
                 for r in tomllib.loads(path.read_text()).get("variant", [])]
     except (tomllib.TOMLDecodeError, ValidationError) as exc:
         raise VariantError(f"{path}: {exc}") from exc
@@ -170,7 +171,7 @@ def record_draw(family_root: Path, draw: Draw) -> Path:
     for d in sorted(rows.values(), key=lambda d: d.index):
         lines += ["[[variant]]", f"index = {d.index}", f"placement = {_toml(d.placement)}",
                   f"sizes = {table(d.sizes)}", f"modules = {table(d.modules)}",
-                  f"names = {table(d.names)}", f"prose_files = {str(d.prose_files).lower()}", ""]
+                  f"names = {table(d.names)}", f"prose_v2 = {str(d.prose_v2).lower()}", ""]
     path = family_root / DRAWN_FILE
     path.write_text("\n".join(lines))
     return path
@@ -209,7 +210,7 @@ class VariantManifest(BaseModel):
     solution: str = "solution.patch"
     incident_report: str = ""  # how the incident report was made (Family._task_toml)
     draw: Literal["kept", "seeded", "none"] = "none"  # variants_drawn.toml's, from the seed, or none (0)
-    prose_files: bool = False  # non-Python files were renamed as prose (Draw.prose_files)
+    prose_v2: bool = False  # made with the second prose renames (Draw.prose_v2)
     base_root: str = ""  # the family's folder on this machine (never written into the repo)
 
     @property
@@ -262,14 +263,15 @@ class Renamer:
     ``(``, modules as ``name.py``.
     """
 
-    def __init__(self, names: dict[str, str], modules: dict[str, str]) -> None:
-        self.names, self.modules = names, modules
+    def __init__(self, names: dict[str, str], modules: dict[str, str], prose_v2: bool = True) -> None:
+        self.names, self.modules, self.prose_v2 = names, modules, prose_v2
         self._prose = self._prose_pattern()
         self._memo: dict[str, str] = {}  # text -> renamed (labelled states share most files)
         self._clashes: dict[str, str | None] = {}  # text -> why it cannot be renamed back
 
     def inverse(self) -> Renamer:
-        return Renamer({v: k for k, v in self.names.items()}, {v: k for k, v in self.modules.items()})
+        return Renamer({v: k for k, v in self.names.items()}, {v: k for k, v in self.modules.items()},
+                       self.prose_v2)
 
     def path(self, path: str) -> str:
         stem, dot, ext = path.rpartition(".")
@@ -277,11 +279,11 @@ class Renamer:
             return f"{self.modules[stem]}.py"
         return path
 
-    def files(self, files: dict[str, str], prose_files: bool = False) -> dict[str, str]:
-        """Python files renamed as code; with ``prose_files`` every other file (a README, notes)
-        as prose, so it names the variant's files and identifiers too."""
+    def files(self, files: dict[str, str]) -> dict[str, str]:
+        """Python files renamed as code; with ``prose_v2`` every other file (a README, notes)
+        as prose too, so it names the variant's files and identifiers."""
         def other(t: str) -> str:
-            return self.prose(t) if prose_files else t
+            return self.prose(t) if self.prose_v2 else t
 
         return {self.path(p): (self.source(t) if p.endswith(".py") else other(t)) for p, t in files.items()}
 
@@ -338,7 +340,8 @@ class Renamer:
         # a module qualifying one of its classes or constants (``config.JobConfig``,
         # ``activations.NONLINEARITIES``); a lowercase attribute (``model.eval()``) is more
         # likely a variable's method than a module's function, so it stays
-        alts += [r"(?<![\w.])" + re.escape(m) + r"(?=\.[A-Z])" for m in self.modules]
+        if self.prose_v2:
+            alts += [r"(?<![\w.])" + re.escape(m) + r"(?=\.[A-Z])" for m in self.modules]
         for old in self.names:
             end = r"\b" if ("_" in old or not old.islower()) else r"(?=\()"
             alts.append(r"(?<!\w)" + re.escape(old) + end)
@@ -654,14 +657,14 @@ class Family:
         modules, names = draw.modules, draw.names
         transforms += [Transform(kind="rename_module", old=k, new=v) for k, v in sorted(modules.items())]
         transforms += [Transform(kind="rename", old=k, new=v) for k, v in sorted(names.items())]
-        renamer = Renamer(names, modules)
+        renamer = Renamer(names, modules, draw.prose_v2)
 
         def transform(files: dict[str, str]) -> dict[str, str]:
             out = dict(files)
             if cfg_path in out:
                 for field, old, new in sizes:
                     out[cfg_path] = set_default(out[cfg_path], cfg_cls, field, old, new)
-            return renamer.files(out, draw.prose_files)
+            return renamer.files(out)
 
         repo = transform(placed)
         try:
@@ -694,7 +697,7 @@ class Family:
             family=self.name, index=index, split=self.data.split_of(index), transforms=transforms,
             repo_hash=repo_hash(repo), patches_kept=list(patches), patches_dropped=dropped,
             solution=solution_source, base_root=str(self.root), incident_report=how,
-            draw="kept" if index in self.draws else "seeded", prose_files=draw.prose_files)
+            draw="kept" if index in self.draws else "seeded", prose_v2=draw.prose_v2)
         return Variant(manifest=manifest, repo=repo, base_repo=placed, solution_patch=new_solution,
                        patches=patches, task_toml=task_toml)
 
@@ -872,19 +875,19 @@ def _deep_copy(data: Any) -> Any:
 def renamer_of(manifest: VariantManifest) -> Renamer:
     """The variant's renames (one shared, memoising Renamer per set of renames)."""
     return _renamer(tuple(sorted(manifest.renames.items())), tuple(sorted(manifest.module_renames.items())),
-                    False)
+                    False, manifest.prose_v2)
 
 
 @functools.lru_cache(maxsize=256)
 def _renamer(names: tuple[tuple[str, str], ...], modules: tuple[tuple[str, str], ...],
-             inverse: bool) -> Renamer:
-    r = Renamer(dict(names), dict(modules))
+             inverse: bool, prose_v2: bool) -> Renamer:
+    r = Renamer(dict(names), dict(modules), prose_v2)
     return r.inverse() if inverse else r
 
 
 def _inverse_of(manifest: VariantManifest) -> Renamer:
     return _renamer(tuple(sorted(manifest.renames.items())), tuple(sorted(manifest.module_renames.items())),
-                    True)
+                    True, manifest.prose_v2)
 
 
 def to_base(files: dict[str, str], manifest: VariantManifest,
@@ -894,7 +897,7 @@ def to_base(files: dict[str, str], manifest: VariantManifest,
     inverse = _inverse_of(manifest)
     if inverse.collision(files) is not None:
         return None
-    out = inverse.files(files, manifest.prose_files)
+    out = inverse.files(files)
     cfg_mod, _, cfg_cls = config_ref.partition(":")
     path = f"{cfg_mod}.py"
     if path in out:

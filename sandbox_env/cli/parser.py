@@ -8,7 +8,7 @@ from typing import Any
 from .. import __version__
 from ..sandbox import mode_choices, tiers
 from ..sandbox.docker.runtime import RUNTIME_ENV, RUNTIMES
-from . import episodes, evaluation, operations
+from . import episodes, evaluation, export, operations
 
 DESCRIPTION = "Command line: `sandbox-env serve | tasks | run | play | record`."
 
@@ -30,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     _agent_command(sub)
     _eval_commands(sub)
     _record_command(sub)
+    export.add_command(sub)
     _runtime_flag(sub)
     return p
 

@@ -1,7 +1,7 @@
 import sys, subprocess, shutil, tempfile, tomllib
 from pathlib import Path
-FAM = Path("/work/main/staging/missing_eval_mode_bn_stats_drift/missing_eval_mode_bn_stats_drift")
-sys.path.insert(0, str(FAM)); sys.path.insert(0, "/work/main")
+FAM = Path(__file__).resolve().parents[1] / "missing_eval_mode_bn_stats_drift"
+sys.path.insert(0, str(FAM)); sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[3]))
 import classifier
 def files_of(patch):
     with tempfile.TemporaryDirectory() as d:

@@ -1,7 +1,7 @@
 """Run tests/test_task_suite.py's per-task tests on this family (the suite reads ROOT/task_repos)."""
 import sys
 from pathlib import Path
-sys.path.insert(0, "/work/main")
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[3]))
 import tests.test_task_suite as ts
 from sandbox_env.suite.tasks import TaskRegistry
 root = Path(__file__).resolve().parents[1]

@@ -2,12 +2,12 @@
 task_repos and its four families)."""
 import inspect, sys, os
 from pathlib import Path
-sys.path.insert(0, "/work/main")
-os.environ.setdefault("SANDBOX_ENV_VARIANT_CACHE", "/tmp/mev_vcache2")
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[3]))
+os.environ.setdefault("SANDBOX_ENV_VARIANT_CACHE", "/tmp/mev_vcache_wt")
 import tests.test_variants as tv
 from sandbox_env.suite.variants import Family
 from sandbox_env.suite.tasks import TaskRegistry
-FAM = Path("/work/main/staging/missing_eval_mode_bn_stats_drift/missing_eval_mode_bn_stats_drift")
+FAM = Path(__file__).resolve().parents[1] / "missing_eval_mode_bn_stats_drift"
 families = {FAM.name: Family(FAM)}
 generated = {(f.name, i): f.generate(i) for f in families.values() for i in range(f.data.count)}
 open_tasks = TaskRegistry(FAM.parent, allow_uncertified=True)
@@ -17,7 +17,7 @@ names = ["test_every_family_declares_eight_variants_with_two_test", "test_genera
          "test_transformed_patches_apply_and_map_back", "test_the_incident_report_is_renamed_and_has_a_hook_for_the_variants_own_log",
          "test_the_reports_figures_follow_the_variants_sizes", "test_the_prose_quotes_the_variants_own_code",
          "test_the_inverse_rename_restores_every_labelled_state_label"]
-ROOT = Path("/tmp/mev_root")  # task_repos/<family> there: a symlink to the family
+ROOT = Path("/tmp/mev_root_wt")  # task_repos/<family> there: a symlink to the family
 (ROOT / "task_repos").mkdir(parents=True, exist_ok=True)
 if not (ROOT / "task_repos" / FAM.name).exists():
     (ROOT / "task_repos" / FAM.name).symlink_to(FAM)

@@ -1,12 +1,9 @@
 """Mock-mode classifier for resume_without_optimizer_state (``ast`` only, never runs code).
 
-Labels: ``fixed`` (optimizer state and LR schedule both carried across a resume), ``bug`` (neither),
-``schedule_reset`` (optimizer state only), ``optimizer_state_lost`` (schedule only),
-``unsafe_checkpoint`` (a torch.load with weights_only=False), ``tampered`` (a torch function replaced), ``no_resume`` (checkpoints never
-written, resume never reached, or the step counter not restored), ``no_result`` (exit at import).
-It reads the repo's own structure (Trainer.state_dict / load_state_dict / restore / fit,
-OptimizerBundle, PeriodicCheckpoint) and answers ``unsure`` when that structure is gone, when code
-reads its environment, or when torch is rebound: what it cannot follow it does not guess.
+Labels: fixed (optimizer bundle and data order both resumed), bug (neither), data_order_reset (bundle
+only), data_order_shifted (bundle + generator state as of the save), data_order_changed (bundle +
+seed+epoch re-seed), optimizer_state_lost (data order only), unsafe_checkpoint, tampered, no_resume,
+no_result. Reads the repo's own structure; unsure when it is gone, on environment reads or rebinds.
 """
 
 from __future__ import annotations
@@ -38,8 +35,28 @@ def _methods(mods, cls: str) -> dict[str, ast.FunctionDef] | None:
     return None
 
 
-def _calls(fn: ast.AST | None) -> set[str]:
-    return set() if fn is None else {ast.unparse(n.func) for n in ast.walk(fn) if isinstance(n, ast.Call)}
+def _calls(*fns: ast.AST | None) -> set[str]:
+    return {ast.unparse(n.func) for fn in fns if fn is not None for n in ast.walk(fn) if isinstance(n, ast.Call)}
+
+
+def _data_order(tr: dict, smp: dict) -> bool | str:
+    """True (reproduced), False (fresh generator), "shifted" (state as of the save), "changed" (re-seeded)."""
+    fns = [*tr.values(), *smp.values()]
+    if any(isinstance(n, ast.Call) and ast.unparse(n.func).endswith("manual_seed") and "epoch" in ast.unparse(n.args)
+           for fn in fns for n in ast.walk(fn)):
+        return "changed"
+
+    def replays(fn) -> bool:  # a loop drawing one order per finished epoch
+        return any(isinstance(n, ast.For) and any(c.endswith("randperm") or c == "list" for c in _calls(n))
+                   for n in ast.walk(fn))
+    if any(replays(tr[m]) for m in ("restore", "load_state_dict") if m in tr):
+        return True
+    if any(replays(f) and f"self.loader.sampler.{name}" in _calls(tr["fit"]) for name, f in smp.items()):
+        return True
+    got = [n for n in ast.walk(tr["state_dict"]) if isinstance(n, ast.Call) and ast.unparse(n.func).endswith("get_state")]
+    if got and any(c.endswith("set_state") for c in _calls(tr["load_state_dict"], tr["restore"])):
+        return True if any(isinstance(n, ast.IfExp) for n in ast.walk(tr["state_dict"])) else "shifted"
+    return False
 
 
 def classify(files: dict[str, str]) -> str:
@@ -58,44 +75,28 @@ def classify(files: dict[str, str]) -> str:
                     for k in n.keywords):
                 return "unsafe_checkpoint" if any(isinstance(k.value, ast.Constant) and k.value.value is False
                                                   for k in n.keywords) else UNSURE
-    tr, bun, cb = _methods(mods, "Trainer"), _methods(mods, "OptimizerBundle"), _methods(mods, "PeriodicCheckpoint")
-    if tr is None or bun is None or cb is None or not {"state_dict", "load_state_dict", "restore", "fit"} <= set(tr):
+    tr, bun = _methods(mods, "Trainer"), _methods(mods, "OptimizerBundle")
+    cb, smp = _methods(mods, "PeriodicCheckpoint"), _methods(mods, "EpochShuffleSampler")
+    if None in (tr, bun, cb, smp) or not {"state_dict", "load_state_dict", "restore", "fit"} <= set(tr):
         return UNSURE
     if "trainer.save_checkpoint" not in _calls(cb.get("on_step_end")) or not any(
             isinstance(n, ast.If) and ast.unparse(n.test) == "self.cfg.resume" and "self.restore" in _calls(n)
             for n in ast.walk(tr["fit"])):
         return "no_resume"
-    load = _calls(tr["load_state_dict"]) | _calls(tr["restore"])
     prog = [n for n in ast.walk(tr["load_state_dict"]) if isinstance(n, ast.Call) and ast.unparse(n.func) == "Progress"]
-    if len(prog) != 1:
-        return UNSURE
-    if not any(k.arg is None or k.arg == "step" for k in prog[0].keywords):
-        return "no_resume"
+    if len(prog) != 1 or not any(k.arg is None or k.arg == "step" for k in prog[0].keywords):
+        return UNSURE if len(prog) != 1 else "no_resume"
+    save, load = _calls(tr["state_dict"]), _calls(tr["load_state_dict"], tr["restore"])
     if "OptimizerBundle" in load:
         return "bug"  # a fresh optimizer (and schedule) built on resume
-    save, b_save, b_load = _calls(tr["state_dict"]), _calls(bun.get("state_dict")), _calls(bun.get("load_state_dict"))
-    via = "self.optim.state_dict" in save and "self.optim.load_state_dict" in load
-
-    def carried(part: str) -> bool | None:
-        direct = (f"self.optim.{part}.state_dict" in save, f"self.optim.{part}.load_state_dict" in load)
-        bundled = via and f"self.{part}.state_dict" in b_save and f"self.{part}.load_state_dict" in b_load
-        if all(direct) or bundled:
-            return True
-        return None if any(direct) or (via and (f"self.{part}.state_dict" in b_save) != (f"self.{part}.load_state_dict" in b_load)) else False
-
-    opt, sched = carried("optimizer"), carried("scheduler")
-    init = bun.get("__init__")
-    if sched is False and any(isinstance(n, ast.For) and "self.optim.scheduler.step" in _calls(n)
-                              for n in ast.walk(tr["load_state_dict"])):
-        sched = True  # the schedule replayed up to the restored step
-    elif sched is False and any(isinstance(n, ast.keyword) and n.arg == "last_epoch"
-                                for fn in bun.values() for n in ast.walk(fn)):
-        sched = True  # rebuilt positioned at the restored step
-    elif sched is False and init is not None and "torch.optim.lr_scheduler.LambdaLR" not in _calls(init) and \
-            any("self.progress.step" in ast.unparse(n) for n in ast.walk(tr["fit"]) if isinstance(n, ast.Call)
-                and ast.unparse(n.func).startswith("self.optim.")):
-        sched = True  # the LR set from the global step before every step
-    if opt is None or sched is None:
-        return UNSURE
-    return {(True, True): "fixed", (True, False): "schedule_reset", (False, True): "optimizer_state_lost",
-            (False, False): "bug"}[(opt, sched)]
+    both = {f"self.{p}.{m}" for p in ("optimizer", "scheduler") for m in ("state_dict", "load_state_dict")}
+    direct = {c.replace("self.optim.", "self.", 1) for c in save | load if c.startswith("self.optim.")} & both
+    if "self.optim.state_dict" in save and "self.optim.load_state_dict" in load:
+        opt = both <= _calls(bun.get("state_dict"), bun.get("load_state_dict")) or None
+    else:
+        opt = True if direct == both else (None if direct else False)
+    data = _data_order(tr, smp)
+    if not opt:
+        return UNSURE if opt is None else "optimizer_state_lost" if data is True else "bug"
+    return {True: "fixed", False: "data_order_reset", "shifted": "data_order_shifted",
+            "changed": "data_order_changed"}[data]

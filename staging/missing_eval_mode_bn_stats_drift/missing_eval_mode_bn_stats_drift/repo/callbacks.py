@@ -1,4 +1,4 @@
-"""Trainer callbacks: periodic validation, checkpointing, progress logging."""
+"""Trainer callbacks: periodic validation, BatchNorm freezing, checkpointing, progress logging."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from torch.utils.data import DataLoader
 
 from checkpoint import save_checkpoint
 from evaluation import evaluate
+from freezing import freeze_batchnorm
 
 logger = logging.getLogger("churn")
 
@@ -19,6 +20,9 @@ class Callback:
     def on_fit_start(self, trainer) -> None:
         pass
 
+    def on_epoch_start(self, trainer, epoch: int) -> None:
+        pass
+
     def on_epoch_end(self, trainer, epoch: int, logs: dict) -> None:
         pass
 
@@ -26,15 +30,28 @@ class Callback:
         pass
 
 
+class FreezeNormStats(Callback):
+    """After ``after`` epochs the BatchNorm running statistics stop moving: the remaining epochs
+    train against fixed feature scaling, and the exported statistics are the training set's."""
+
+    def __init__(self, after: int) -> None:
+        self.after = after
+
+    def on_epoch_start(self, trainer, epoch: int) -> None:
+        if self.after and epoch == self.after + 1:
+            n = freeze_batchnorm(trainer.model)
+            logger.info("epoch %2d  froze running statistics of %d BatchNorm layers", epoch, n)
+
+
 class ValidationCallback(Callback):
-    """Scores the model on the validation split every ``every`` epochs."""
+    """Scores the model on the validation split every ``every`` epochs (0: never)."""
 
     def __init__(self, loader: DataLoader, every: int = 1) -> None:
         self.loader = loader
-        self.every = max(1, every)
+        self.every = every
 
     def on_epoch_end(self, trainer, epoch: int, logs: dict) -> None:
-        if epoch % self.every:
+        if self.every <= 0 or epoch % self.every:
             return
         metrics = evaluate(trainer.model, self.loader)
         logs.update({f"val_{k}": v for k, v in metrics.items()})

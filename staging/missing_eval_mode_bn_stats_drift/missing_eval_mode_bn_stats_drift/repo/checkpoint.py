@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 import os
 from pathlib import Path
 
@@ -20,3 +21,12 @@ def save_checkpoint(path: str | os.PathLike, model: nn.Module, epoch: int,
 
 def load_checkpoint(path: str | os.PathLike) -> dict:
     return torch.load(path, weights_only=True)
+
+
+def state_digest(state: dict[str, torch.Tensor]) -> str:
+    """Short content hash of a state_dict (names, parameters and buffers), for comparing runs."""
+    h = hashlib.sha256()
+    for name, tensor in state.items():
+        h.update(name.encode())
+        h.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    return h.hexdigest()[:12]

@@ -31,14 +31,20 @@ class Config:
     n_blocks: int = 2
     dropout: float = 0.2
 
-    # optimisation
+    # optimisation (schedule.py: linear warmup, then cosine decay to min_lr_ratio * lr)
     epochs: int = 8
     batch_size: int = 64
     eval_batch_size: int = 256
     lr: float = 3e-3
     weight_decay: float = 1e-4
+    warmup_epochs: int = 1
+    min_lr_ratio: float = 0.05
+    grad_clip: float = 5.0
 
-    # validation / checkpoints
+    # BatchNorm running statistics are frozen after this many epochs (0: never)
+    freeze_norm_after: int = 3
+
+    # validation every `val_every` epochs (0: no validation, the last epoch is kept)
     val_every: int = 1
     out_dir: str = "runs/latest"
 

@@ -49,17 +49,18 @@ def make_splits(cfg: Config) -> Splits:
     return Splits(train, val, test)
 
 
-def _loader(dataset: TensorDataset, batch_size: int, seed: int, shuffle: bool = False) -> DataLoader:
-    # every loader owns its generator: the batch order (and the seeds DataLoader draws for its
-    # workers at each pass) depend on the run's seed only, not on what else draws random numbers
-    return DataLoader(dataset, batch_size=batch_size, shuffle=shuffle,
-                      generator=torch.Generator().manual_seed(seed))
+def _loader(dataset: TensorDataset, batch_size: int, shuffle_seed: int | None = None) -> DataLoader:
+    """Batches in file order, or reshuffled every pass by a generator of their own."""
+    if shuffle_seed is None:
+        return DataLoader(dataset, batch_size=batch_size)
+    return DataLoader(dataset, batch_size=batch_size, shuffle=True,
+                      generator=torch.Generator().manual_seed(shuffle_seed))
 
 
 def build_loaders(cfg: Config, splits: Splits) -> dict[str, DataLoader]:
     """Shuffled training batches; validation and test in a fixed order."""
     return {
-        "train": _loader(splits.train, cfg.batch_size, cfg.seed, shuffle=True),
-        "val": _loader(splits.val, cfg.eval_batch_size, cfg.seed + 1),
-        "test": _loader(splits.test, cfg.eval_batch_size, cfg.seed + 2),
+        "train": _loader(splits.train, cfg.batch_size, shuffle_seed=cfg.seed),
+        "val": _loader(splits.val, cfg.eval_batch_size),
+        "test": _loader(splits.test, cfg.eval_batch_size),
     }

@@ -6,21 +6,8 @@ import torch
 from torch import nn
 
 from config import Config
+from layers import Block, init_weights
 from registry import get_model_builder, register_model
-
-
-class Block(nn.Module):
-    """Linear -> BatchNorm -> ReLU -> Dropout."""
-
-    def __init__(self, in_dim: int, out_dim: int, dropout: float) -> None:
-        super().__init__()
-        self.linear = nn.Linear(in_dim, out_dim)
-        self.norm = nn.BatchNorm1d(out_dim)
-        self.act = nn.ReLU()
-        self.drop = nn.Dropout(dropout)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.drop(self.act(self.norm(self.linear(x))))
 
 
 class ChurnMLP(nn.Module):
@@ -33,6 +20,7 @@ class ChurnMLP(nn.Module):
         dims = [n_features] + [hidden_dim] * n_blocks
         self.blocks = nn.Sequential(*[Block(a, b, dropout) for a, b in zip(dims[:-1], dims[1:])])
         self.head = nn.Linear(hidden_dim, n_classes)
+        self.apply(init_weights)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.head(self.blocks(self.input_norm(x)))

@@ -13,12 +13,14 @@ import logging
 
 import torch
 
-from callbacks import CheckpointCallback, ProgressLogger, ValidationCallback
-from checkpoint import load_checkpoint
+from callbacks import CheckpointCallback, FreezeNormStats, ProgressLogger, ValidationCallback
+from checkpoint import load_checkpoint, state_digest
 from config import Config
 from data import build_loaders, make_splits
 from evaluation import score_checkpoint
 from model import build_model
+from report import write_summary
+from schedule import warmup_cosine
 from trainer import Trainer
 from utils import configure_threads, seed_everything, setup_logging
 
@@ -33,9 +35,13 @@ def fit(cfg: Config) -> dict:
     loaders = build_loaders(cfg, splits)
     model = build_model(cfg)
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    steps = len(loaders["train"])
+    scheduler = warmup_cosine(optimizer, cfg.epochs * steps, cfg.warmup_epochs * steps, cfg.min_lr_ratio)
     checkpoints = CheckpointCallback(cfg.out_dir)
-    callbacks = [ValidationCallback(loaders["val"], cfg.val_every), checkpoints, ProgressLogger()]
-    trainer = Trainer(model, optimizer, loaders["train"], callbacks, cfg.epochs, cfg.log_every)
+    callbacks = [FreezeNormStats(cfg.freeze_norm_after), ValidationCallback(loaders["val"], cfg.val_every),
+                 checkpoints, ProgressLogger()]
+    trainer = Trainer(model, optimizer, loaders["train"], callbacks, cfg.epochs, scheduler,
+                      cfg.grad_clip, cfg.log_every)
     history = trainer.fit()
 
     best = load_checkpoint(checkpoints.best_path)
@@ -65,8 +71,11 @@ def main() -> None:
     cfg = parse_args()
     result = fit(cfg)
     scores = result["scores"]
+    digest = state_digest(result["model"].state_dict())
+    write_summary(cfg, result, digest)
     print(f"best checkpoint: epoch {result['best_epoch']}  val_acc {scores['val']['acc']:.4f}  "
           f"test_acc {scores['test']['acc']:.4f}  test_loss {scores['test']['loss']:.4f}")
+    print(f"final model: sha256 {digest}")
 
 
 if __name__ == "__main__":

@@ -1,13 +1,11 @@
 """Hidden check for resume_without_optimizer_state, on the kit (check_kit): live reference, drawn knobs.
 
-The reference fix trains once without interruption under the drawn knobs. From the production
-dir the workspace then trains under the same knobs and is killed (SIGKILL, by probe.py) right
-after a drawn optimisation step K, as a pre-empted worker dies; a second process resumes it
-(``resume=True``). Requires: the resumed process starts at a checkpoint of the schedule (the
-newest one before K, or later), runs exactly the remaining steps, and its per-step losses and
-learning rates, holdout loss and final parameters equal the uninterrupted reference's from that
-step on; every checkpoint loads with ``torch.load(..., weights_only=True)`` and no load passes
-``weights_only=False``; ``python train.py --resume-check`` exits 0 in the workspace and there.
+The reference fix trains uninterrupted under the drawn knobs (as the unfixed code does). From the
+production dir the workspace trains under the same knobs and is SIGKILLed (probe.py) after a drawn
+step K whose newest checkpoint lies inside an epoch after the first; a second process resumes. It
+must start at a checkpoint before K, run exactly the remaining steps, and match the reference's
+per-step losses and LRs, holdout loss and parameters; checkpoints must load with weights_only=True;
+``python train.py --resume-check`` must exit 0 in the workspace and there.
 """
 
 import secrets
@@ -60,15 +58,24 @@ def judge(v: Verification, run, ref, k: int, resume_at: int) -> bool:
     if bad:
         ck.evidence["differences"] = bad[:30]
         ck.fail(f"the run resumed from step {start} (pre-empted after step {k}) differs from an uninterrupted "
-                f"run under the same knobs ({knob_text(v.knobs)}): " + "; ".join(bad[:6]))
+                f"run of the original code under the same knobs ({knob_text(v.knobs)}; uninterrupted runs "
+                "must stay as they are): " + "; ".join(bad[:6]))
         return False
     return True
+
+
+def preempt_points(knobs: dict) -> list[int]:
+    """Steps K to pre-empt after: the newest checkpoint before K is inside an epoch after the first."""
+    steps, every = int(knobs["steps"]), int(knobs["ckpt_every"])
+    per_epoch = int(knobs["num_series"]) // int(knobs["batch_size"])
+    ks = range(every + 1, steps - 1)
+    return [k for k in ks if every * ((k - 1) // every) > per_epoch and (every * ((k - 1) // every)) % per_epoch] or list(ks)
 
 
 def verify(ck: Check) -> None:
     v = Verification(ck)
     steps, every = int(v.knobs["steps"]), int(v.knobs["ckpt_every"])
-    k = secrets.SystemRandom().randrange(every + 1, steps - 1)
+    k = secrets.SystemRandom().choice(preempt_points(v.knobs))
     resume_at = every * ((k - 1) // every)
     ck.evidence.update(preempt_after_step=k, newest_checkpoint_before=resume_at)
     what = f"training with the check's knobs ({knob_text(v.knobs)}), pre-empted after step {k} and resumed"

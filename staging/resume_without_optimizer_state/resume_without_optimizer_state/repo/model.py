@@ -1,47 +1,51 @@
-"""Forecasting models, built by name from the registry."""
+"""Forecasting models, built by name (``cfg.arch``) from the registry."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
+import torch
 from torch import nn
 
 from config import TrainConfig
+from layers import ResidualMLPBlock, mlp_stack
+from registry import Registry
 
-MODELS: dict[str, Callable[[TrainConfig], nn.Module]] = {}
-
-
-def register(name: str):
-    def wrap(fn: Callable[[TrainConfig], nn.Module]) -> Callable[[TrainConfig], nn.Module]:
-        MODELS[name] = fn
-        return fn
-    return wrap
+MODELS = Registry("model")
 
 
 class WindowMLP(nn.Module):
     """Next-value regressor over a window of past values."""
 
-    def __init__(self, window: int, hidden_dim: int) -> None:
+    def __init__(self, window: int, hidden_dim: int, depth: int) -> None:
         super().__init__()
-        self.net = nn.Sequential(
-            nn.Linear(window, hidden_dim),
-            nn.GELU(),
-            nn.Linear(hidden_dim, hidden_dim),
-            nn.GELU(),
-            nn.Linear(hidden_dim, 1),
-        )
+        self.embed = nn.Linear(window, hidden_dim)
+        self.body = mlp_stack(hidden_dim, depth)
+        self.head = nn.Linear(hidden_dim, 1)
 
-    def forward(self, x):
-        return self.net(x).squeeze(-1)
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.body(nn.functional.gelu(self.embed(x)))).squeeze(-1)
 
 
-@register("mlp")
+class ResidualForecaster(nn.Module):
+    def __init__(self, window: int, hidden_dim: int, depth: int) -> None:
+        super().__init__()
+        self.embed = nn.Linear(window, hidden_dim)
+        self.blocks = nn.Sequential(*(ResidualMLPBlock(hidden_dim) for _ in range(depth)))
+        self.norm = nn.LayerNorm(hidden_dim)
+        self.head = nn.Linear(hidden_dim, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.norm(self.blocks(self.embed(x)))).squeeze(-1)
+
+
+@MODELS.register("mlp")
 def _mlp(cfg: TrainConfig) -> nn.Module:
-    return WindowMLP(cfg.window, cfg.hidden_dim)
+    return WindowMLP(cfg.window, cfg.hidden_dim, cfg.depth)
+
+
+@MODELS.register("resmlp")
+def _resmlp(cfg: TrainConfig) -> nn.Module:
+    return ResidualForecaster(cfg.window, cfg.hidden_dim, cfg.depth)
 
 
 def build_model(cfg: TrainConfig) -> nn.Module:
-    try:
-        return MODELS[cfg.arch](cfg)
-    except KeyError:
-        raise ValueError(f"unknown arch {cfg.arch!r}; known: {sorted(MODELS)}") from None
+    return MODELS.build(cfg.arch, cfg)

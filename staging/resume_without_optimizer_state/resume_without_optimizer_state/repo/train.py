@@ -5,6 +5,7 @@ Usage::
     python train.py                    # train from scratch with the defaults of config.py
     python train.py --resume           # continue from the newest checkpoint of the run
     python train.py --resume-check     # pre-emption drill: interrupted + resumed == uninterrupted?
+    python train.py --set arch=resmlp --set lr=0.002   # any TrainConfig field
 
 Workers are pre-emptible: a job that is stopped restarts with ``--resume`` and must end exactly
 where an uninterrupted job ends.
@@ -33,10 +34,11 @@ def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, argparse.Nam
     ap.add_argument("--steps", type=int, default=cfg.steps)
     ap.add_argument("--seed", type=int, default=cfg.seed)
     ap.add_argument("--resume", action="store_true")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config field")
     ap.add_argument("--resume-check", action="store_true", help="run the pre-emption drill")
     ap.add_argument("--preempt-at", type=int, default=23, help="drill: step after which the worker stops")
     args = ap.parse_args(argv)
-    return replace(cfg, steps=args.steps, seed=args.seed, resume=args.resume), args
+    return replace(cfg.override(args.set), steps=args.steps, seed=args.seed, resume=args.resume), args
 
 
 def main() -> int:

@@ -7,15 +7,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from callbacks import Callback, LogProgress, PeriodicCheckpoint
+from callbacks import Callback, build_callbacks
 from checkpointing import CheckpointManager
 from config import TrainConfig
-from data import DemandWindows
+from dataset import DemandWindows
+from loader import build_loader, skip_batches
+from losses import LOSSES
+from metrics import holdout_loss
 from model import build_model
 from optim import OptimizerBundle
+from seeding import seed_everything
 
 log = logging.getLogger("forecaster")
 
@@ -23,6 +26,7 @@ log = logging.getLogger("forecaster")
 @dataclass
 class Progress:
     step: int = 0  # optimisation steps completed
+    epoch: int = 0  # epoch of the last step
     samples_seen: int = 0
 
 
@@ -38,13 +42,16 @@ class FitResult:
 class Trainer:
     def __init__(self, cfg: TrainConfig, callbacks: list[Callback] | None = None) -> None:
         self.cfg = cfg
-        torch.manual_seed(cfg.seed)
-        self.data = DemandWindows(cfg)
+        seed_everything(cfg.seed)
+        self.dataset = DemandWindows(cfg)
+        self.loader = build_loader(self.dataset, cfg)
         self.model = build_model(cfg)
+        self.loss_fn = LOSSES.build(cfg.loss)
         self.optim = OptimizerBundle(cfg, self.model)
         self.progress = Progress()
+        self.last_grad_norm = float("nan")
         self.checkpoints = CheckpointManager(Path(cfg.checkpoint_dir) / cfg.run_name, cfg.keep_last)
-        self.callbacks = [LogProgress(cfg.log_every), PeriodicCheckpoint(cfg.ckpt_every), *(callbacks or [])]
+        self.callbacks = [*build_callbacks(cfg), *(callbacks or [])]
 
     # -- checkpoints --------------------------------------------------------------------------
     def state_dict(self) -> dict:
@@ -67,20 +74,13 @@ class Trainer:
         return True
 
     # -- training -----------------------------------------------------------------------------
-    def train_step(self, step: int) -> float:
-        x, y = self.data.batch(step)
+    def train_step(self, x: torch.Tensor, y: torch.Tensor) -> float:
         self.model.train()
-        loss = F.mse_loss(self.model(x), y)
+        loss = self.loss_fn(self.model(x), y)
         self.optim.zero_grad()
         loss.backward()
-        self.optim.step()
+        self.last_grad_norm = self.optim.step()
         return loss.item()
-
-    @torch.no_grad()
-    def holdout_loss(self) -> float:
-        self.model.eval()
-        x, y = self.data.holdout()
-        return F.mse_loss(self.model(x), y).item()
 
     def fit(self) -> FitResult:
         if self.cfg.resume:
@@ -90,17 +90,23 @@ class Trainer:
         result = FitResult(start_step=self.progress.step)
         for cb in self.callbacks:
             cb.on_train_start(self)
+        per_epoch = len(self.loader)
         while self.progress.step < self.cfg.steps:
-            lr = self.optim.lr
-            loss = self.train_step(self.progress.step)
-            self.progress.step += 1
-            self.progress.samples_seen += self.cfg.batch_size
-            result.losses.append(loss)
-            result.lrs.append(lr)
-            for cb in self.callbacks:
-                cb.on_step_end(self, loss)
+            epoch, offset = divmod(self.progress.step, per_epoch)
+            for x, y in skip_batches(self.loader, offset):
+                lr = self.optim.lr
+                loss = self.train_step(x, y)
+                self.progress.step += 1
+                self.progress.epoch = epoch
+                self.progress.samples_seen += x.shape[0]
+                result.losses.append(loss)
+                result.lrs.append(lr)
+                for cb in self.callbacks:
+                    cb.on_step_end(self, loss)
+                if self.progress.step >= self.cfg.steps:
+                    break
         for cb in self.callbacks:
             cb.on_train_end(self)
-        result.holdout_loss = self.holdout_loss()
+        result.holdout_loss = holdout_loss(self.model, self.dataset.holdout(self.cfg.holdout_rows), self.loss_fn)
         result.model = self.model
         return result

@@ -231,7 +231,7 @@ class TriageEnvironment:
     def _diff(self, a: ViewGitDiff) -> dict[str, Any]:
         assert self.workspace is not None
         try:
-            d = self.workspace.diff(a.filename)
+            d = self.workspace.review_diff(a.filename)
         except WorkspaceError as exc:
             return {"terminal_output": str(exc), "last_action_error": str(exc)}
         return {"terminal_output": d or "No changes."}

@@ -6,6 +6,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import threading
 import tomllib
 from collections.abc import Callable
@@ -37,6 +38,21 @@ class Concept(BaseModel):
     name: str
     patterns: list[str] = Field(min_length=1)
     weight: float = Field(default=1.0, gt=0)
+
+    @field_validator("patterns")
+    @classmethod
+    def _regexes(cls, patterns: list[str]) -> list[str]:
+        """Each pattern compiles, and none matches a literal backslash: in a TOML literal string
+        ('...') a regex escape takes one backslash, and '\\\\d' would look for a backslash."""
+        for p in patterns:
+            try:
+                re.compile(p)
+            except re.error as exc:
+                raise ValueError(f"concept pattern {p!r} is not a regex: {exc}") from None
+            if "\\\\" in p:
+                raise ValueError(f"concept pattern {p!r} matches a literal backslash: write regex escapes "
+                                 "with one backslash in a TOML literal string ('\\d', not '\\\\d')")
+        return patterns
 
 
 class Failure(BaseModel):

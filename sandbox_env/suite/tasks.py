@@ -42,23 +42,31 @@ class Concept(BaseModel):
     @field_validator("patterns")
     @classmethod
     def _regexes(cls, patterns: list[str]) -> list[str]:
-        """Each pattern compiles, and none matches a literal backslash: in a TOML literal string
-        ('...') a regex escape takes one backslash, and '\\\\d' would look for a backslash."""
-        for p in patterns:
-            try:
-                re.compile(p)
-            except re.error as exc:
-                raise ValueError(f"concept pattern {p!r} is not a regex: {exc}") from None
-            if "\\\\" in p:
-                raise ValueError(f"concept pattern {p!r} matches a literal backslash: write regex escapes "
-                                 "with one backslash in a TOML literal string ('\\d', not '\\\\d')")
-        return patterns
+        return [task_regex(p, "concept pattern") for p in patterns]
 
 
 class Failure(BaseModel):
     model_config = ConfigDict(extra="forbid")
     signature: str
     summary: str = ""
+
+    @field_validator("signature")
+    @classmethod
+    def _regex(cls, signature: str) -> str:
+        return task_regex(signature, "failure signature")
+
+
+def task_regex(p: str, what: str) -> str:
+    """A regex of task.toml: it compiles, and it does not match a literal backslash (in a TOML
+    literal string, '...', a regex escape takes one backslash: '\\\\d' would look for a backslash)."""
+    try:
+        re.compile(p)
+    except re.error as exc:
+        raise ValueError(f"{what} {p!r} is not a regex: {exc}") from None
+    if "\\\\" in p:
+        raise ValueError(f"{what} {p!r} matches a literal backslash: write regex escapes with one "
+                         "backslash in a TOML literal string ('\\d', not '\\\\d')")
+    return p
 
 
 class PatchSpec(BaseModel):

@@ -46,7 +46,7 @@ def test_malformed_task_names_file_and_field(tmp_path: Path) -> None:
     toml.write_text(good.replace(r"'len\(values\) - 1'", r"'len(values - 1'"))
     with pytest.raises(TaskError, match=r"(?s)task\.toml.*is not a regex"):
         TaskRegistry(tmp_path).get("broken")
-    toml.write_text(good.replace('signature = "', 'signature = "\\\\\\\\d+ '))  # TOML "\\\\d": regex \\\\d
+    toml.write_text(good.replace('signature = "', 'signature = "\\\\\\\\d+ '))
     with pytest.raises(TaskError, match=r"(?s)task\.toml.*failure signature .* matches a literal backslash"):
         TaskRegistry(tmp_path).get("broken")
 

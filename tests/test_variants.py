@@ -847,17 +847,42 @@ def test_a_whole_family_may_be_held_out_but_variant_0_never_tests_alone() -> Non
 
 def test_the_second_prose_renames_apply_except_in_draws_kept_before(tmp_path: Path) -> None:
     """A README names the variant's files and classes, and a module qualifying a class is renamed;
-    a draw kept before that (no prose_v2 key in variants_drawn.toml) keeps its bytes."""
-    from sandbox_env.suite.variants import Draw, Renamer, load_draws, record_draw
+    a draw kept before that (no prose key in variants_drawn.toml) keeps its bytes."""
+    from sandbox_env.suite.variants import PROSE_VERSION, Draw, Renamer, load_draws, record_draw
 
     files = {"README.md": "Settings live in `config.py` (`Config`), see config.Config.\n", "a.py": "x = 1\n"}
     assert Renamer({"Config": "JobConfig"}, {"config": "run_config"}).files(files)["README.md"] == (
         "Settings live in `run_config.py` (`JobConfig`), see run_config.JobConfig.\n")
-    old = Renamer({"Config": "JobConfig"}, {"config": "run_config"}, prose_v2=False)
+    old = Renamer({"Config": "JobConfig"}, {"config": "run_config"}, prose=1)
     assert old.files(files)["README.md"] == files["README.md"]
     assert old.prose("see config.Config") == "see config.JobConfig"  # no module qualifier either
-    assert Draw(index=1).prose_v2
-    (tmp_path / "variants_drawn.toml").write_text("[[variant]]\nindex = 3\nplacement = \"\"\n")
-    assert load_draws(tmp_path)[3].prose_v2 is False
+    assert Draw(index=1).prose == PROSE_VERSION == 3
+    (tmp_path / "variants_drawn.toml").write_text(
+        "[[variant]]\nindex = 3\nplacement = \"\"\n\n[[variant]]\nindex = 5\nprose_v2 = true\n")
+    assert load_draws(tmp_path)[3].prose == 1 and load_draws(tmp_path)[5].prose == 2
     record_draw(tmp_path, Draw(index=4))
-    assert load_draws(tmp_path)[4].prose_v2 and not load_draws(tmp_path)[3].prose_v2
+    kept = load_draws(tmp_path)
+    assert (kept[3].prose, kept[4].prose, kept[5].prose) == (1, 3, 2)
+
+
+def test_the_third_prose_renames_follow_dotted_references_and_log_fields() -> None:
+    """Version 3: a distinctive module qualifying a function (``compile_utils.compile_model``) and a
+    distinctive name as a log format's ``name=`` field follow the renames; a plain module before a
+    method (``model.eval()``), f-strings and version 2 stay as they were; the inverse undoes it all."""
+    from sandbox_env.suite.variants import Renamer
+
+    names = {"static_shapes": "static_compile", "compile_model": "build_compiled"}
+    modules = {"compile_utils": "accel", "model": "net"}
+    src = ('import compile_utils\nlog.info("static_shapes=%s", cfg.static_shapes)\nx = f"static_shapes={y}"\n'
+           "# the model goes through compile_utils.compile_model; model.eval() for validation\n")
+    out = Renamer(names, modules).source(src)
+    assert out == ('import accel\nlog.info("static_compile=%s", cfg.static_compile)\n'
+                   'x = f"static_shapes={y}"\n'
+                   "# the model goes through accel.build_compiled; model.eval() for validation\n")
+    assert Renamer(names, modules).inverse().source(out) == src
+    readme = "Run it through compile_utils.compile_model (static_shapes=True).\n"
+    assert Renamer(names, modules).prose(readme) == (
+        "Run it through accel.build_compiled (static_compile=True).\n")
+    v2 = Renamer(names, modules, prose=2)
+    assert v2.prose("compile_utils.setup") == "compile_utils.setup"
+    assert v2.source(src).splitlines()[1] == 'log.info("static_shapes=%s", cfg.static_compile)'

@@ -44,6 +44,13 @@ VARIANTS_FILE = "variants.toml"
 CERTIFIED_FILE = "variants_certified.toml"
 DRAWN_FILE = "variants_drawn.toml"
 GENERATOR_VERSION = 2  # 2: a stream per choice, and kept draws (1: one stream for every choice)
+# How prose (comments, docstrings, READMEs, the task's texts) follows the renames. A kept draw
+# keeps the version it was certified with, so a certified variant's bytes never change.
+#   1: distinctive names as words, plain names before ``(``, modules as ``name.py``
+#   2: non-Python files as prose too; a module where it qualifies a class or constant
+#   3: a distinctive module (``compile_utils``) qualifying anything (``compile_utils.build``);
+#      a distinctive name as a ``name=`` field in any string literal (a log line's format)
+PROSE_VERSION = 3
 Split = Literal["train", "test"]
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _FSTRING = re.compile(r"""(?<![\w])[rR]?[fF][rR]?("{3}|'{3}|"|')(.*?)\1""", re.S)
@@ -133,17 +140,23 @@ class Draw(BaseModel):
     sizes: dict[str, int | float] = Field(default_factory=dict)
     modules: dict[str, str] = Field(default_factory=dict)
     names: dict[str, str] = Field(default_factory=dict)
-    # the second prose renames: non-Python files (a README) as prose, and a module where it
-    # qualifies a class or constant (config.JobConfig); a draw kept before they existed says false
-    # (load_draws), so a certified variant's bytes never change
-    prose_v2: bool = True
+    prose: int = Field(default=PROSE_VERSION, ge=1, le=PROSE_VERSION)  # PROSE_VERSION's levels
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_prose(cls, data: Any) -> Any:
+        """A row kept before the versions: ``prose_v2 = true`` is 2, no key at all is 1."""
+        if isinstance(data, dict) and "prose_v2" in data:
+            rest = {k: v for k, v in data.items() if k != "prose_v2"}
+            data = {**rest, "prose": 2 if data["prose_v2"] else 1}
+        return data
 
     @classmethod
     def of(cls, manifest: VariantManifest) -> Draw:
         """The draw a generated variant was made from (its manifest's transforms)."""
         return cls(index=manifest.index, placement=manifest.placement or "",
                    sizes={f: _value(new) for f, (_, new) in manifest.sizes.items()},
-                   modules=manifest.module_renames, names=manifest.renames, prose_v2=manifest.prose_v2)
+                   modules=manifest.module_renames, names=manifest.renames, prose=manifest.prose)
 
 
 def load_draws(family_root: Path) -> dict[int, Draw]:
@@ -152,7 +165,7 @@ def load_draws(family_root: Path) -> dict[int, Draw]:
     if not path.exists():
         return {}
     try:
-        rows = [Draw.model_validate({"prose_v2": False, **r})
+        rows = [Draw.model_validate(r if "prose" in r or "prose_v2" in r else {**r, "prose": 1})
                 for r in tomllib.loads(path.read_text()).get("variant", [])]
     except (tomllib.TOMLDecodeError, ValidationError) as exc:
         raise VariantError(f"{path}: {exc}") from exc
@@ -171,7 +184,7 @@ def record_draw(family_root: Path, draw: Draw) -> Path:
     for d in sorted(rows.values(), key=lambda d: d.index):
         lines += ["[[variant]]", f"index = {d.index}", f"placement = {_toml(d.placement)}",
                   f"sizes = {table(d.sizes)}", f"modules = {table(d.modules)}",
-                  f"names = {table(d.names)}", f"prose_v2 = {str(d.prose_v2).lower()}", ""]
+                  f"names = {table(d.names)}", f"prose = {d.prose}", ""]
     path = family_root / DRAWN_FILE
     path.write_text("\n".join(lines))
     return path
@@ -210,7 +223,12 @@ class VariantManifest(BaseModel):
     solution: str = "solution.patch"
     incident_report: str = ""  # how the incident report was made (Family._task_toml)
     draw: Literal["kept", "seeded", "none"] = "none"  # variants_drawn.toml's, from the seed, or none (0)
-    prose_v2: bool = False  # made with the second prose renames (Draw.prose_v2)
+    prose: int = 1  # the prose renames' version it was made with (Draw.prose)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_prose(cls, data: Any) -> Any:
+        return Draw._legacy_prose(data)
     base_root: str = ""  # the family's folder on this machine (never written into the repo)
 
     @property
@@ -263,15 +281,23 @@ class Renamer:
     ``(``, modules as ``name.py``.
     """
 
-    def __init__(self, names: dict[str, str], modules: dict[str, str], prose_v2: bool = True) -> None:
-        self.names, self.modules, self.prose_v2 = names, modules, prose_v2
+    def __init__(self, names: dict[str, str], modules: dict[str, str], prose: int = PROSE_VERSION,
+                 distinct: frozenset[str] | None = None) -> None:
+        self.names, self.modules, self.prose_version = names, modules, prose
+        # version 3's renames key on distinctive variant-0 names (an inverse gets their images,
+        # so it undoes exactly what the forward renames did)
+        self.distinct = distinct if distinct is not None else frozenset(
+            [n for n in names if "_" in n or not n.islower()] + [m for m in modules if "_" in m])
         self._prose = self._prose_pattern()
+        fields = [re.escape(n) for n in names if n in self.distinct] if prose >= 3 else []
+        self._fields = re.compile(r"(?<![\w.])(" + "|".join(fields) + r")(?==)") if fields else None
         self._memo: dict[str, str] = {}  # text -> renamed (labelled states share most files)
         self._clashes: dict[str, str | None] = {}  # text -> why it cannot be renamed back
 
     def inverse(self) -> Renamer:
+        image = {**self.names, **self.modules}
         return Renamer({v: k for k, v in self.names.items()}, {v: k for k, v in self.modules.items()},
-                       self.prose_v2)
+                       self.prose_version, frozenset(image[k] for k in self.distinct))
 
     def path(self, path: str) -> str:
         stem, dot, ext = path.rpartition(".")
@@ -280,10 +306,10 @@ class Renamer:
         return path
 
     def files(self, files: dict[str, str]) -> dict[str, str]:
-        """Python files renamed as code; with ``prose_v2`` every other file (a README, notes)
+        """Python files renamed as code; from prose version 2 every other file (a README, notes)
         as prose too, so it names the variant's files and identifiers."""
         def other(t: str) -> str:
-            return self.prose(t) if self.prose_v2 else t
+            return self.prose(t) if self.prose_version >= 2 else t
 
         return {self.path(p): (self.source(t) if p.endswith(".py") else other(t)) for p, t in files.items()}
 
@@ -319,6 +345,10 @@ class Renamer:
                 replaced = self.prose(tok.string)
                 if replaced != tok.string:
                     new = replaced
+            elif tok.type == tokenize.STRING and self._fields is not None and not _is_fstring(tok.string):
+                replaced = self._fields.sub(lambda m: self.names[m.group(0)], tok.string)
+                if replaced != tok.string:  # a log format's ``name=%s`` follows the renamed field
+                    new = replaced
             if new is None:
                 continue
             if tok.start[0] == tok.end[0]:
@@ -339,9 +369,12 @@ class Renamer:
         alts = [r"(?<![\w.])" + re.escape(m) + r"\.py\b" for m in self.modules]
         # a module qualifying one of its classes or constants (``config.JobConfig``,
         # ``activations.NONLINEARITIES``); a lowercase attribute (``model.eval()``) is more
-        # likely a variable's method than a module's function, so it stays
-        if self.prose_v2:
-            alts += [r"(?<![\w.])" + re.escape(m) + r"(?=\.[A-Z])" for m in self.modules]
+        # likely a variable's method than a module's function, so it stays (from version 3 a
+        # distinctive module, ``compile_utils.compile_model``, qualifying anything is renamed)
+        if self.prose_version >= 2:
+            anything = {m for m in self.modules if self.prose_version >= 3 and m in self.distinct}
+            alts += [r"(?<![\w.])" + re.escape(m) + (r"(?=\.[A-Za-z_])" if m in anything else r"(?=\.[A-Z])")
+                     for m in self.modules]
         for old in self.names:
             end = r"\b" if ("_" in old or not old.islower()) else r"(?=\()"
             alts.append(r"(?<!\w)" + re.escape(old) + end)
@@ -437,6 +470,10 @@ def _module_positions(tokens: list[tokenize.TokenInfo], modules: dict[str, str])
             if tok.type == tokenize.NAME and tok.string in bound and not dotted:
                 found.add(i)
     return found
+
+
+def _is_fstring(literal: str) -> bool:
+    return "f" in literal[:literal.index(literal.lstrip("rRbBuUfF")[0])].lower()
 
 
 def _is_prose(literal: str) -> bool:
@@ -657,7 +694,7 @@ class Family:
         modules, names = draw.modules, draw.names
         transforms += [Transform(kind="rename_module", old=k, new=v) for k, v in sorted(modules.items())]
         transforms += [Transform(kind="rename", old=k, new=v) for k, v in sorted(names.items())]
-        renamer = Renamer(names, modules, draw.prose_v2)
+        renamer = Renamer(names, modules, draw.prose)
 
         def transform(files: dict[str, str]) -> dict[str, str]:
             out = dict(files)
@@ -697,7 +734,7 @@ class Family:
             family=self.name, index=index, split=self.data.split_of(index), transforms=transforms,
             repo_hash=repo_hash(repo), patches_kept=list(patches), patches_dropped=dropped,
             solution=solution_source, base_root=str(self.root), incident_report=how,
-            draw="kept" if index in self.draws else "seeded", prose_v2=draw.prose_v2)
+            draw="kept" if index in self.draws else "seeded", prose=draw.prose)
         return Variant(manifest=manifest, repo=repo, base_repo=placed, solution_patch=new_solution,
                        patches=patches, task_toml=task_toml)
 
@@ -875,19 +912,19 @@ def _deep_copy(data: Any) -> Any:
 def renamer_of(manifest: VariantManifest) -> Renamer:
     """The variant's renames (one shared, memoising Renamer per set of renames)."""
     return _renamer(tuple(sorted(manifest.renames.items())), tuple(sorted(manifest.module_renames.items())),
-                    False, manifest.prose_v2)
+                    False, manifest.prose)
 
 
 @functools.lru_cache(maxsize=256)
 def _renamer(names: tuple[tuple[str, str], ...], modules: tuple[tuple[str, str], ...],
-             inverse: bool, prose_v2: bool) -> Renamer:
-    r = Renamer(dict(names), dict(modules), prose_v2)
+             inverse: bool, prose: int) -> Renamer:
+    r = Renamer(dict(names), dict(modules), prose)
     return r.inverse() if inverse else r
 
 
 def _inverse_of(manifest: VariantManifest) -> Renamer:
     return _renamer(tuple(sorted(manifest.renames.items())), tuple(sorted(manifest.module_renames.items())),
-                    True, manifest.prose_v2)
+                    True, manifest.prose)
 
 
 def to_base(files: dict[str, str], manifest: VariantManifest,

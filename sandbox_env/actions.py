@@ -10,7 +10,9 @@ action is one edit in its model.
 
 from __future__ import annotations
 
+import inspect
 import json
+from collections.abc import Callable
 from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
@@ -54,6 +56,30 @@ class ActionModel(BaseModel):
     @classmethod
     def summary(cls) -> str:
         return " ".join((cls.__doc__ or "").split())
+
+    @classmethod
+    def as_tool_method(cls, fn: Callable[..., Any], name: str, doc: str) -> Callable[..., Any]:
+        """``fn(self, *args, **kwargs)`` dressed as this action's tool method: a signature of
+        ``self`` and each argument (typed, with the model's defaults), annotations, name and
+        docstring, which tool-calling frameworks read (TRL's get_json_schema, verifiers)."""
+        params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        for n in cls.argument_names():
+            field = cls.model_fields[n]
+            default = inspect.Parameter.empty if field.is_required() else field.default
+            params.append(inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                            annotation=field.annotation, default=default))
+        fn.__signature__ = inspect.Signature(params, return_annotation=str)  # type: ignore[attr-defined]
+        fn.__annotations__ = {p.name: p.annotation for p in params[1:]} | {"return": str}
+        fn.__name__ = fn.__qualname__ = name
+        fn.__doc__ = doc
+        return fn
+
+    @classmethod
+    def bind_arguments(cls, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """The action's arguments of a call of a method made by ``as_tool_method``."""
+        bound = fn.__signature__.bind(*args, **kwargs)  # type: ignore[attr-defined]
+        bound.apply_defaults()
+        return {n: bound.arguments[n] for n in cls.argument_names()}
 
 
 class ReadFile(ActionModel):

@@ -43,7 +43,6 @@ step read or changed, not the whole workspace on every step.
 
 from __future__ import annotations
 
-import inspect
 import os
 import threading
 import weakref
@@ -129,24 +128,12 @@ def _release(url: str, client: TriageClient) -> None:
 def _tool_method(model: type[ActionModel]) -> Any:
     """A TRL tool for one action, derived from the action table: name, typed arguments (with
     the model's defaults) and a Google-style docstring that get_json_schema reads."""
-    kind, names = model.kind(), model.argument_names()
+    kind = model.kind()
 
     def tool(self: TriageToolEnv, *args: Any, **kwargs: Any) -> str:
-        bound = tool.__signature__.bind(self, *args, **kwargs)  # type: ignore[attr-defined]
-        bound.apply_defaults()
-        return self._act({"action_type": kind, **{n: bound.arguments[n] for n in names}})
+        return self._act({"action_type": kind, **model.bind_arguments(tool, self, *args, **kwargs)})
 
-    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
-    for n in names:
-        field = model.model_fields[n]
-        default = inspect.Parameter.empty if field.is_required() else field.default
-        params.append(inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                                        annotation=field.annotation, default=default))
-    tool.__signature__ = inspect.Signature(params, return_annotation=str)  # type: ignore[attr-defined]
-    tool.__annotations__ = {n: model.model_fields[n].annotation for n in names} | {"return": str}
-    tool.__name__ = tool.__qualname__ = kind
-    tool.__doc__ = tool_docstring(model)
-    return tool
+    return model.as_tool_method(tool, kind, tool_docstring(model))
 
 
 class TriageToolEnv:

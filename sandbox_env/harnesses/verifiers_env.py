@@ -25,7 +25,6 @@ unverified one, 0 when the rollout never ended its episode or the mock could not
 
 from __future__ import annotations
 
-import inspect
 import typing
 from collections.abc import Iterator
 from typing import Any
@@ -82,25 +81,12 @@ def _tool_method(model: type[ActionModel]) -> Any:
     """One action as a toolset method: its arguments (typed, with the model's defaults) and the
     action's docstring, so MCP advertises the same schema as every other face."""
     spec = next(t for t in TOOLS if t.model is model)
-    names = model.argument_names()
 
     async def tool(self: TriageToolset, *args: Any, **kwargs: Any) -> str:
-        bound = tool.__signature__.bind(self, *args, **kwargs)  # type: ignore[attr-defined]
-        bound.apply_defaults()
-        return await self.act(spec.name, {n: bound.arguments[n] for n in names})
+        return await self.act(spec.name, model.bind_arguments(tool, self, *args, **kwargs))
 
-    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
-    for n in names:
-        field = model.model_fields[n]
-        default = inspect.Parameter.empty if field.is_required() else field.default
-        params.append(inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                                        annotation=field.annotation, default=default))
-    tool.__signature__ = inspect.Signature(params, return_annotation=str)  # type: ignore[attr-defined]
-    tool.__annotations__ = {n: model.model_fields[n].annotation for n in names} | {"return": str}
-    tool.__name__ = tool.__qualname__ = spec.name
-    lines = [spec.description, ""] + [f"{n}: {spec.argument_description(n)}" for n in names]
-    tool.__doc__ = "\n".join(lines).strip()
-    return vf.tool(tool, name=spec.name)
+    lines = [spec.description, ""] + [f"{n}: {spec.argument_description(n)}" for n in model.argument_names()]
+    return vf.tool(model.as_tool_method(tool, spec.name, "\n".join(lines).strip()), name=spec.name)
 
 
 class TriageToolset(vf.Toolset[TriageToolsetConfig, TriageState]):

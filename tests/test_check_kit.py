@@ -156,11 +156,11 @@ def test_tamper_guard_is_quiet_on_scoped_modes_and_hooks() -> None:
      "torch.optim.optimizer._global_optimizer_post_hooks (a process-wide hook was registered"),
     # grad mode switched at import, seen where the driver looks after importing the workspace
     ("torch.set_grad_enabled(False)\ng.state_changes('after the workspace was imported')",
-     "torch's grad mode was disabled after the workspace was imported (it was enabled)"),
+     "grad mode: disabled after the workspace was imported (before: enabled)"),
     # saved-tensor hooks entered and never left, seen at the next optimizer step
     ("torch.autograd.graph.saved_tensors_hooks(lambda t: t.detach(), lambda t: t).__enter__()\n"
      "m = torch.nn.Linear(2, 2); o = torch.optim.SGD(m.parameters(), lr=0.1); o.step()",
-     "torch's saved-tensor default hooks was installed at an optimizer step (it was not installed)"),
+     "saved-tensor default hooks: installed at an optimizer step (before: not installed)"),
     # a torch function mode left active
     ("from torch.overrides import TorchFunctionMode\n"
      "class P(TorchFunctionMode):\n"
@@ -168,7 +168,7 @@ def test_tamper_guard_is_quiet_on_scoped_modes_and_hooks() -> None:
      "        return f(*args, **(kwargs or {}))\n"
      "P().__enter__()\n"
      "m = torch.nn.Linear(2, 2); o = torch.optim.SGD(m.parameters(), lr=0.1); o.step()",
-     "torch's torch function modes was 1 active at an optimizer step (it was 0 active)"),
+     "torch function modes: 1 active at an optimizer step (before: 0 active)"),
     # a model whose eval() switches grad off for the whole process
     ("class M(torch.nn.Linear):\n"
      "    def train(self, mode=True):\n"

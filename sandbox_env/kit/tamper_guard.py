@@ -219,7 +219,7 @@ class TamperGuard:
         """The process-wide state that differs from the snapshot's at an entry point (``when``:
         e.g. "after importing the workspace"); remembered like ``check()``'s findings."""
         now = self.process_state()
-        bad = [f"torch's {k} was {_state_text(k, now[k])} {when} (it was {_state_text(k, v)})"
+        bad = [f"{k}: {_state_text(k, now[k])} {when} (before: {_state_text(k, v)})"
                for k, v in self.state.items() if now.get(k) != v and (grad_mode or k != "grad mode")]
         self._remember(bad)
         return bad

@@ -209,7 +209,9 @@ class TriageEnvironment:
         if res.outcome == Outcome.infra_error:
             return self._infra("run", out)
         header = f"$ {a.command}\n"
-        footer = f"\n[exit code {res.exit_code}, {res.outcome.value}, {res.duration_s:.1f}s]"
+        footer = f"\n[exit code {res.exit_code}, {res.duration_s:.1f}s]"  # as a shell shows it: no verdict
+        if res.outcome == Outcome.oom_killed:
+            footer = f"\n[exit code {res.exit_code}: killed, out of memory, {res.duration_s:.1f}s]"
         if res.outcome == Outcome.timeout:
             footer = f"\n[killed after {self.task.limits.timeout_s:.0f}s time limit: timeout]"
         passed = res.outcome == Outcome.passed
@@ -231,7 +233,7 @@ class TriageEnvironment:
     def _diff(self, a: ViewGitDiff) -> dict[str, Any]:
         assert self.workspace is not None
         try:
-            d = self.workspace.diff(a.filename)
+            d = self.workspace.review_diff(a.filename)
         except WorkspaceError as exc:
             return {"terminal_output": str(exc), "last_action_error": str(exc)}
         return {"terminal_output": d or "No changes."}

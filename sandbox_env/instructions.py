@@ -7,6 +7,7 @@ observation's ``instructions``; the TRL adapter and the baseline agent put the c
 from __future__ import annotations
 
 from .actions import examples_text
+from .rubrics import SHAPING_CAP
 from .suite.tasks import TaskSpec
 
 INSTRUCTIONS = f"""\
@@ -44,12 +45,14 @@ def episode_instructions(task: TaskSpec, answerable: list[str] | None = None) ->
             f"Every command runs in a fresh sandbox with your workspace at /workspace, under these "
             f"limits: {lim.timeout_s:.0f} s of wall time (then it is killed and reported as a "
             f"timeout), {memory}, {lim.cpus:g} CPU, {lim.pids} processes/threads, no network.{kept}\n"
-            f"Fields: run_status is the result of the last run of `{task.run_command}` (not_run until "
-            "you run it, then failing or passing; other commands do not change it), or after a "
-            "submit the verdict (passing, failing, or unknown if this mode cannot tell); "
-            "system_status says what the last step did; budget_remaining counts the steps left "
-            "(every action uses one; the episode ends when it reaches 0); hint appears after "
-            "repeated failing runs.")
+            f"Fields: run_status is the result of the last run of exactly `{task.run_command}` (not_run "
+            "until you run it, then failing or passing; other commands, including a pipeline or a "
+            "compound command around it, do not change it), or after a submit the verdict "
+            "(passing, failing, or unknown if this mode cannot tell); system_status says what the "
+            "last step did; budget_remaining counts the steps left (every action uses one; the "
+            "episode ends when it reaches 0); hint appears after repeated failing runs; reward is a "
+            "small step reward (a first reproduction, a first edit, a passing run after an edit: "
+            f"{SHAPING_CAP:g} in all at most), the score comes from the verdict and the explanation.")
     if answerable is not None:
         text += ("\nThis episode runs in mock mode: commands are answered from runs recorded for real "
                  f"earlier. It answers: {'; '.join(answerable)}. Any other command is refused "

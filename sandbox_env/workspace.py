@@ -234,12 +234,16 @@ def apply_patch(files: dict[str, str], patch: str) -> dict[str, str]:
     return out
 
 
+UNTRACKED_LISTED = 40  # files only runs wrote, listed by name in a review diff
+
+
 class Workspace:
     """The files of one episode, in memory; the original is kept for diffs."""
 
     def __init__(self, files: dict[str, str]) -> None:
         self.original = dict(files)
         self.files = dict(files)
+        self.created: set[str] = set()  # files the agent created by editing (runs' files are not)
         self._memo: dict[str, tuple[int, Any]] = {}  # name -> (fingerprint of the files, value)
 
     def paths(self) -> list[str]:
@@ -263,6 +267,7 @@ class Workspace:
             if len(self.files) >= MAX_FILES:
                 raise WorkspaceError(f"the workspace already holds {MAX_FILES} files")
             self.files[p] = new
+            self.created.add(p)
             return p
         if not old:
             raise WorkspaceError(
@@ -284,6 +289,22 @@ class Workspace:
     def diff(self, path: str | None = None) -> str:
         only = safe_path(path) if path else None
         return unified_diff(self.original, self.files, only)
+
+    def review_diff(self, path: str | None = None) -> str:
+        """What ``git diff`` and ``git status`` show an engineer: the diff of the repo's files
+        and of files created by edits; files only runs wrote (data, logs, exports) are listed
+        by name, not diffed (naming one shows its diff)."""
+        if path:
+            return self.diff(path)
+        shown = {p: t for p, t in self.files.items() if p in self.original or p in self.created}
+        out = unified_diff(self.original, shown)
+        untracked = sorted(p for p in self.files if p not in self.original and p not in self.created)
+        if untracked:
+            names = "".join(f"  {p}\n" for p in untracked[:UNTRACKED_LISTED])
+            more = len(untracked) - UNTRACKED_LISTED
+            head = f"Untracked files written by runs ({len(untracked)}, not diffed):\n"
+            out += ("\n" if out else "") + head + names + (f"  ... and {more} more\n" if more > 0 else "")
+        return out
 
     def changed_paths(self) -> list[str]:
         keys = set(self.original) | set(self.files)

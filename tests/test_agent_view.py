@@ -139,9 +139,6 @@ def test_every_certified_variant_speaks_its_own_names(registry: TaskRegistry, sa
     assert checked >= 36
 
 
-@pytest.mark.xfail(strict=True, reason="variants certified before non-Python files were renamed as prose "
-                   "(compile_graph_break@1-9's README.md) keep their bytes (Draw.prose_v2 = false); "
-                   "drawn again they need certifying and recording again")
 def test_every_certified_variant_readme_speaks_its_own_names(registry: TaskRegistry) -> None:
     stale_hits = []
     for family in _families(registry):

@@ -141,3 +141,20 @@ def test_first_syntax_error_is_shared_by_workspaces_in_the_same_state() -> None:
     assert first == syntax_error("a.py", "def f(:\n")
     assert Workspace(dict(broken)).first_syntax_error() == first
     assert Workspace({"a.py": "def f(): pass\n", "b.py": "y = 1\n"}).first_syntax_error() is None
+
+
+def test_review_diff_shows_code_and_lists_what_runs_wrote() -> None:
+    """view_git_diff reads like git diff + git status: the repo's files and the files the agent
+    created are diffed; files only runs wrote (exports, logs) are listed by name, not dumped."""
+    ws = Workspace({"train.py": "a = 1\n", "data/keep.csv": "x\n"})
+    ws.edit("train.py", "a = 1", "a = 2")
+    ws.edit("helpers.py", "", "def f():\n    return 1\n")
+    run = {**ws.files, "data/keep.csv": "y\n", **{f"data/export/{i}.csv": "1,2,3\n" * 50 for i in range(45)}}
+    ws.sync(run)
+    out = ws.review_diff()
+    assert "+a = 2" in out and "+def f():" in out and "+y" in out  # tracked and created files
+    assert "1,2,3" not in out and "Untracked files written by runs (45, not diffed):" in out
+    assert "  data/export/0.csv\n" in out and "... and 5 more" in out
+    assert "+1,2,3" in ws.review_diff("data/export/0.csv")  # naming one shows it
+    assert ws.diff() != out and "+1,2,3" in ws.diff()  # the full diff (the judge's) is unchanged
+    assert Workspace({"a.py": "1\n"}).review_diff() == ""

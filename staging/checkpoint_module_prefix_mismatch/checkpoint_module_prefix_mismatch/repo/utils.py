@@ -1,0 +1,19 @@
+"""Seeding and logging."""
+
+from __future__ import annotations
+
+import logging
+import random
+
+import torch
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def get_logger(name: str) -> logging.Logger:
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    return logging.getLogger(name)

@@ -5,11 +5,11 @@
 # variants, the train variants. Usage: bash scripts/reverify.sh [FAMILY ...]
 set -uo pipefail
 cd "$(dirname "$0")/.."
-SE=.venv/bin/sandbox-env
+SE=(${SANDBOX_ENV_CLI:-.venv/bin/sandbox-env})
 families=("$@")
 [ ${#families[@]} -gt 0 ] || families=($(ls task_repos | grep -v '\.md$'))
 log() { echo "[reverify $(date +%H:%M:%S)] $*"; }
-run() { log "$*"; flock /tmp/sandbox-docker.lock "$SE" "$@" --mode docker || log "exit $? (verdicts that changed are listed above)"; }
+run() { log "$*"; flock /tmp/sandbox-docker.lock "${SE[@]}" "$@" --mode docker || log "exit $? (verdicts that changed are listed above)"; }
 for f in "${families[@]}"; do run record "$f" --missing; done
 for f in "${families[@]}"; do run record "$f" --reverify; done
 for split in "6 7 9" "1 2 3 4 5 8"; do

@@ -2,7 +2,8 @@
 # After a change of the checks or the kit: bring every recorded trace up to the current check in
 # docker, resumably (each step does only what is still stale or missing, so run it again after an
 # interruption). Order: variant 0's new labelled states, variant 0's recorded states, the test
-# variants, the train variants. Usage: bash scripts/reverify.sh [FAMILY ...]
+# variants, the train variants. Usage: bash scripts/reverify.sh [FAMILY ...]; SANDBOX_ENV_CLI names
+# another command than .venv/bin/sandbox-env (a worktree: "env PYTHONPATH=$PWD .venv/bin/python -m sandbox_env.cli").
 set -uo pipefail
 cd "$(dirname "$0")/.."
 SE=(${SANDBOX_ENV_CLI:-.venv/bin/sandbox-env})

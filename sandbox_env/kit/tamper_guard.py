@@ -187,6 +187,8 @@ class TamperGuard:
 
     def _foreign_hooks(self) -> list[str]:
         """Hooks registered in torch's global registries since the snapshot by code outside torch."""
+        if not self.registries:  # a torch-free project: nothing to look at
+            return []
         owned = {(id(reg), key) for reg, key, _ in self._hooks}
         torch_dir = os.path.dirname(os.path.abspath(sys.modules["torch"].__file__ or "")) + os.sep
         bad = []

@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from .actions import ACTIONS, ActionModel, tool_docstring
+from .agent_view import TOOL_OUTPUT_CHARS, tool_result
 from .client import TriageClient
 from .environment import LocalEpisode, TriageEnvironment
 from .errors import EnvError, EpisodeDone
@@ -155,7 +156,7 @@ class TriageToolEnv:
         observation: the last :class:`~sandbox_env.models.Observation` received.
     """
 
-    max_output_chars = 16_000  # longer tool output keeps its head and tail (tokens count against the budget)
+    max_output_chars = TOOL_OUTPUT_CHARS  # longer tool output keeps its head and tail
 
     def __init__(self) -> None:
         self._url = next((os.environ[v] for v in URL_ENV_VARS if os.environ.get(v)), None)
@@ -251,17 +252,8 @@ class TriageToolEnv:
         return self._render(obs)
 
     def _render(self, obs: Observation) -> str:
-        out, err = obs.terminal_output, obs.last_action_error
-        if err:
-            out = f"Error: {err}" if out.strip() == err.strip() else f"{out}\nError: {err}"
-        out = _clip(out or "(no output)", self.max_output_chars)
-        if obs.hint and obs.hint != self._last_hint:
-            self._last_hint = obs.hint
-            out += f"\n\nHint: {obs.hint}"
-        if obs.done:
-            return out + f"\n\n[episode over: score {self.reward:.3f}. Do not call any more tools.]"
-        return (out + f"\n\n[step {obs.step_number}/{obs.max_steps}, {obs.budget_remaining} left; "
-                f"training run: {obs.run_status}]")
+        text, self._last_hint = tool_result(obs, self._last_hint, self.max_output_chars, self.reward)
+        return text
 
     def _close(self) -> None:
         """Free the episode (remote: close the server session). Not a tool: TRL never calls it."""
@@ -278,13 +270,6 @@ class TriageToolEnv:
 
 for _model in ACTIONS:  # the five tools, derived from the action table
     setattr(TriageToolEnv, _model.kind(), _tool_method(_model))
-
-
-def _clip(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    head, tail = text[: limit * 2 // 3], text[-(limit // 3):]
-    return f"{head}\n[... {len(text) - len(head) - len(tail)} characters omitted ...]\n{tail}"
 
 
 def reward_fn(environments: list[Any], **kwargs: Any) -> list[float | None]:

@@ -7,9 +7,11 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -47,6 +49,30 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+class ThreadedServer:
+    """A real uvicorn server for ``app`` on a free local port, run in a daemon thread."""
+
+    def __init__(self, app: Any, **config: Any) -> None:
+        import uvicorn
+
+        self.port = free_port()
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port,
+                                                    log_level="warning", **config))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def start(self) -> ThreadedServer:
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            assert time.monotonic() < deadline and self.thread.is_alive(), "uvicorn did not start"
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
 
 
 def start_server(task_root: Path, mode: str = "mock", *extra: str,

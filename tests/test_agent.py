@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from openai import OpenAI
@@ -37,7 +36,7 @@ from sandbox_env.client import TriageClient
 from sandbox_env.suite.oracle import oracle_actions
 from sandbox_env.suite.tasks import TaskRegistry
 
-from .conftest import ROOT, free_port, start_server
+from .conftest import ROOT, ThreadedServer, free_port, start_server
 
 START_RE = re.compile(r"^\[START\] task=(\S+) env=sandbox-env model=(\S+)$")
 STEP_RE = re.compile(r"^\[STEP\] step=(\d+) action=(\S.*?) reward=(-?\d+\.\d{2}) "
@@ -86,14 +85,11 @@ class ScriptedLLM:
                           "total_tokens": prompt_tokens + len(item) // 4},
             })
 
-        self.port = free_port()
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port,
-                                                    log_level="warning"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.http = ThreadedServer(app)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"http://127.0.0.1:{self.http.port}/v1"
 
     def load(self, replies: list[str | int]) -> None:
         with self._lock:
@@ -105,17 +101,11 @@ class ScriptedLLM:
         return "\n".join(m.get("content") or "" for m in self.requests[i]["messages"])
 
     def start(self) -> ScriptedLLM:
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("scripted LLM server did not start")
-            time.sleep(0.02)
+        self.http.start()
         return self
 
     def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
+        self.http.stop()
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
@@ -31,7 +30,7 @@ from sandbox_env.actions import ACTION_TYPES
 from sandbox_env.suite.oracle import oracle_actions
 from sandbox_env.suite.tasks import TaskRegistry
 
-from .conftest import ROOT, free_port
+from .conftest import ROOT, ThreadedServer
 from .test_harness_inspect import TASK, harness_python, http_view, wrong_fix
 
 VENV = ROOT / ".venvs" / "verifiers"
@@ -84,30 +83,22 @@ class ScriptedToolModel:
             sse = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
             return StreamingResponse(iter([sse]), media_type="text/event-stream")
 
-        self.port = free_port()
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port,
-                                                    log_level="warning"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.http = ThreadedServer(app)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"http://127.0.0.1:{self.http.port}/v1"
 
     def load(self, actions: list[dict[str, Any]]) -> None:
         with self._lock:
             self.script, self.requests = list(actions), []
 
     def start(self) -> ScriptedToolModel:
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            assert time.monotonic() < deadline, "scripted model did not start"
-            time.sleep(0.02)
+        self.http.start()
         return self
 
     def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
+        self.http.stop()
 
 
 @pytest.fixture(scope="module")

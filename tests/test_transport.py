@@ -13,19 +13,17 @@ import asyncio
 import json
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from websockets.sync.client import connect
 
 from sandbox_env.server.transport import CoalescingHttp, CoalescingTransport
 
-from .conftest import free_port
+from .conftest import ThreadedServer
 
 
 class Recorder:
@@ -177,18 +175,8 @@ class CountedStock(HttpToolsProtocol):
         super().connection_made(Counting(transport, "stock"))  # type: ignore[arg-type]
 
 
-def _serve(http: type) -> tuple[uvicorn.Server, threading.Thread, str]:
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
-                                           http=http, loop="uvloop", ws="auto",
-                                           ws_per_message_deflate=False))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
-        time.sleep(0.02)
-    return server, thread, f"127.0.0.1:{port}"
+def _serve(http: type) -> ThreadedServer:
+    return ThreadedServer(app, http=http, loop="uvloop", ws="auto", ws_per_message_deflate=False).start()
 
 
 @pytest.fixture(scope="module")
@@ -196,10 +184,9 @@ def servers() -> Iterator[dict[str, str]]:
     """Real uvicorn, once with the coalescing protocol and once with uvicorn's own."""
     started = {name: _serve(http) for name, http in
                (("coalescing", CountedCoalescing), ("stock", CountedStock))}
-    yield {name: u for name, (_, _, u) in started.items()}
-    for server, thread, _ in started.values():
-        server.should_exit = True
-        thread.join(10)
+    yield {name: f"127.0.0.1:{s.port}" for name, s in started.items()}
+    for s in started.values():
+        s.stop()
 
 
 @pytest.fixture

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..actions import ACTIONS, ActionModel, tool_input_schema
+from ..agent_view import tool_result, tool_status_line
 from ..client import TriageClient
 from ..environment import LocalEpisode, TriageEnvironment
 from ..errors import EnvError, VariantNotCertified
@@ -36,7 +37,6 @@ from ..suite.tasks import TaskRegistry, default_task_root
 
 MODES = ("mock", "process", "docker")
 SPLITS = ("train", "test", "all")
-MAX_OUTPUT_CHARS = 16_000  # a longer tool result keeps its head and tail (as the TRL adapter does)
 
 _lock = threading.Lock()
 _registries: dict[Path, TaskRegistry] = {}
@@ -129,22 +129,6 @@ TOOLS: tuple[ToolSpec, ...] = tuple(
     ToolSpec(m.kind(), f"{m.summary()} Returns: {m.result}", tool_input_schema(m), m) for m in ACTIONS)
 
 
-def status_line(obs: Observation) -> str:
-    """The line every tool result ends with: step, budget and the training run's status."""
-    if obs.done:
-        score = "unscored" if obs.score is None else f"score {obs.score:.3f}"
-        return f"[episode over: {score}. Do not call any more tools.]"
-    return (f"[step {obs.step_number}/{obs.max_steps}, {obs.budget_remaining} left; "
-            f"training run: {obs.run_status}]")
-
-
-def _clip(text: str, limit: int = MAX_OUTPUT_CHARS) -> str:
-    if len(text) <= limit:
-        return text
-    head, tail = text[: limit * 2 // 3], text[-(limit // 3):]
-    return f"{head}\n[... {len(text) - len(head) - len(tail)} characters omitted ...]\n{tail}"
-
-
 @dataclass
 class EpisodeResult:
     """How a rollout's episode ended, for a harness's scorer or rubric."""
@@ -187,7 +171,8 @@ class HarnessEpisode:
         obs = self._episode.reset(task=task, compact=True).observation
         self.observation, self._last_hint = obs, None
         self.result = EpisodeResult(task=obs.task_name)
-        user = f"{obs.task_description.strip()}\n\n{obs.terminal_output.strip()}\n{status_line(obs)}"
+        status = tool_status_line(obs, obs.score)
+        user = f"{obs.task_description.strip()}\n\n{obs.terminal_output.strip()}\n{status}"
         return obs.instructions, user
 
     @property
@@ -212,7 +197,7 @@ class HarnessEpisode:
         if self._episode is None or self.result is None:
             return "Error: no episode is running (it was closed or never started)."
         if self.result.done:
-            return f"Error: the episode is over. {status_line(self.observation)}"  # type: ignore[arg-type]
+            return f"Error: the episode is over. {tool_status_line(self.observation, self.observation.score)}"  # type: ignore[arg-type]
         try:
             obs = self._episode.step({"action_type": kind, **arguments})
         except EnvError as exc:
@@ -220,14 +205,8 @@ class HarnessEpisode:
         obs = obs.observation
         self.observation = obs
         self._record(obs, kind)
-        out, err = obs.terminal_output, obs.last_action_error
-        if err:
-            out = f"Error: {err}" if out.strip() == err.strip() else f"{out}\nError: {err}"
-        out = _clip(out or "(no output)")
-        if obs.hint and obs.hint != self._last_hint:
-            self._last_hint = obs.hint
-            out += f"\n\nHint: {obs.hint}"
-        return f"{out}\n\n{status_line(obs)}"
+        text, self._last_hint = tool_result(obs, self._last_hint, score=obs.score)
+        return text
 
     def _record(self, obs: Observation, kind: str) -> None:
         res = self.result
@@ -246,4 +225,4 @@ class HarnessEpisode:
 
 
 __all__ = ["MODES", "SPLITS", "TOOLS", "EpisodeResult", "HarnessEpisode", "ToolSpec", "close_sandboxes",
-           "registry", "status_line", "task_ids", "task_metadata"]
+           "registry", "task_ids", "task_metadata"]

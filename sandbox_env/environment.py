@@ -125,7 +125,8 @@ class TriageEnvironment:
             st.step_count -= 1
             st.actions_taken.pop()
             return self._observe(**obs_kw)
-        repeated = self.shaper.repeated(key, before)
+        # retrying what infrastructure failed to carry out is not a repetition
+        repeated = not obs_kw.pop("infra", False) and self.shaper.repeated(key, before)
         if repeated and not st.done:
             obs_kw["reward"] = obs_kw.get("reward", 0.0) + self.shaper.on_repeat()
             obs_kw["terminal_output"] = ("[note] identical action on an unchanged workspace\n"
@@ -272,9 +273,12 @@ class TriageEnvironment:
         free = st.infra_errors <= FREE_INFRA_ERRORS
         if free:
             st.step_count -= 1
+        cost = ("did not use a step" if free else
+                f"it used a step (only the first {FREE_INFRA_ERRORS} of an episode are free)")
         msg = (f"[infrastructure] the {what} could not be carried out; this is not a result "
-               f"about your code{' and did not use a step' if free else ''}.\n{detail}")
-        return {"terminal_output": msg, "system_status": "infra_error", "last_action_error": msg}
+               f"about your code, and {cost}.\n{detail}")
+        return {"terminal_output": msg, "system_status": "infra_error", "last_action_error": msg,
+                "infra": True}
 
     # ------------------------------------------------------------------ helpers
     def _is_run_command(self, command: str) -> bool:

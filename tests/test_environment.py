@@ -130,6 +130,13 @@ def test_infra_errors_are_not_scored(toy_tasks: TaskRegistry) -> None:
     assert obs.step_number == 0 and obs.system_status == "infra_error" and obs.reward == 0
     obs = act(env, {"action_type": "submit_fix", "explanation": "x"})
     assert not obs.done and obs.score is None and "not a result about your code" in obs.terminal_output
+    # retrying what the infrastructure failed to do is not a repetition: no penalty, no note
+    obs = act(env, {"action_type": "submit_fix", "explanation": "x"})
+    assert obs.reward == 0 and "identical action" not in obs.terminal_output
+    assert "did not use a step" in obs.terminal_output and obs.step_number == 0
+    obs = act(env, {"action_type": "submit_fix", "explanation": "x"})  # the fourth failure is paid for
+    assert obs.step_number == 1 and "it used a step (only the first 3" in obs.terminal_output
+    assert obs.reward == 0 and "identical action" not in obs.terminal_output
 
 
 class _CountingSandbox(MockSandbox):

@@ -429,3 +429,40 @@ def test_a_run_killed_at_its_time_limit_is_a_timeout_not_an_oom_kill(
     res = killed.run_as_agent("python -c 'import os, signal; os.kill(os.getpid(), signal.SIGKILL)'",
                               cwd=tmp_path, timeout_s=30, limit_s=20)
     assert not res.timed_out and killed.child_outcome(res) == "oom_killed", res
+
+
+def test_a_banked_draw_skips_the_reference_run_and_a_live_one_is_sent_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The host's draw (``draw.json``) replaces the check's own and is gone once read; without
+    the reference's results the check runs the reference and puts them in its verdict (for the
+    host's bank); with them it runs nothing and judges exactly as against a live run. A second
+    reference run (another entry point, extra files) is never served from the bank."""
+    monkeypatch.setenv("SANDBOX_PRODUCTION_ROOT", str(tmp_path / "prod"))
+    (tmp_path / "prod").mkdir()
+    verify = {"knobs": {"seed": list(range(100)), "steps": [4]}}
+    d = check_kit.draw(verify)
+    ck = make_check(tmp_path, verify)
+    (ck.check_dir / "draw.json").write_text(json.dumps({**d, "reference": None}))
+    v = Verification(ck)
+    assert v.knobs == d["knobs"] and v.secret == d["secret"] and not (ck.check_dir / "draw.json").exists()
+    live = v.reference()
+    payload = json.loads(json.dumps(ck.verdict()["bank"], sort_keys=True))  # as the frame carries it
+    assert ck.evidence["reference_s"] > 0 and not ck.evidence.get("reference_banked")
+    v.reference(files={"extra.txt": b"x"})  # not the plain run: nothing more for the bank
+    assert ck.bank is not None and json.loads(json.dumps(ck.bank, sort_keys=True)) == payload
+
+    shutil.rmtree(tmp_path / "ws")
+    shutil.rmtree(tmp_path / "checks")
+    shutil.rmtree(tmp_path / "scratch")
+    ck = make_check(tmp_path, verify)
+    (ck.check_dir / "draw.json").write_text(json.dumps({**d, "reference": payload}))
+    v = Verification(ck)
+    (ck.check_dir / "reference").rename(tmp_path / "gone")  # a reference run would fail now
+    banked = v.reference()
+    assert ck.evidence["reference_banked"] and ck.evidence["reference_s"] == 0.0 and ck.bank is None
+    assert banked.results() == live.results() and banked.res.peak_rss_mb == live.res.peak_rss_mb
+    assert all(torch.equal(banked.states[0][k], live.states[0][k]) for k in live.states[0])
+    run = v.driver(v.production())
+    assert v.require_report(run, "fit") and v.compare(run, banked, "fit"), ck.reasons
+    with pytest.raises(FileNotFoundError):  # the second, non-plain reference run is live
+        v.reference(files={"extra.txt": b"x"})

@@ -17,6 +17,13 @@ it by the host from task.toml) and calls, in this order:
   size (``world_sizes``: code that is right only at the repo's world size is run at others) and
   the timeout (scaled with the world size), from ``where``.
 
+The draw (knobs, world size, the probes' secret) is ``draw(verify)``; where the host keeps a bank
+of reference results (``sandbox_env/sandbox/reference_bank.py``) it draws instead and hands the
+draw in ``draw.json`` (root-only, read and removed before any agent code runs), with the
+reference fix's results under that draw when an earlier verification computed them: then
+``reference()`` does not run the reference fix again. A live reference run's results go back to
+the host in the verdict frame (``Check.bank``), never through anything agent code can reach.
+
 And judges with ``compare_tree`` (results vs the reference, with tolerances), ``compare_states``
 (trained parameters vs the reference), ``replica_diffs`` (ranks vs rank 0), ``compare_consumption``
 (what each rank trained on vs the reference's ranks: shards, not replicated work), ``require_run``
@@ -27,7 +34,9 @@ the trained states.
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import io
 import json
 import math
 import os
@@ -59,6 +68,58 @@ OVERLAP_SLACK = 0.2  # share of a rank's rows another rank got in the same step,
 def draw_knobs(choices: dict[str, list[Any]], rng: Any = _RNG) -> dict[str, Any]:
     """One value per knob, drawn uniformly and freshly (os.urandom) from the task's choices."""
     return {name: rng.choice(values) for name, values in sorted(choices.items())}
+
+
+def draw(verify: dict[str, Any], rng: Any = _RNG) -> dict[str, Any]:
+    """One verification's draw from a task's ``[verify]``: knobs, world size (from
+    ``world_sizes`` where the task has them, else its ``world_size``) and the probes' secret."""
+    base = int(verify.get("world_size", 0))
+    return {"knobs": draw_knobs(verify.get("knobs", {}), rng),
+            "world": int(rng.choice(verify["world_sizes"])) if verify.get("world_sizes") else base,
+            # a number of this draw only, for probes that make a measurement numerically visible
+            "secret": round(rng.uniform(0.02, 0.06), 6)}
+
+
+def _banked_draw(check_dir: Path) -> dict[str, Any] | None:
+    """The host's draw for this verification (``draw.json``), removed once read."""
+    path = check_dir / "draw.json"
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text())
+    try:
+        path.unlink()
+    except OSError:  # a read-only check dir (process mode): children never see it
+        pass
+    return data
+
+
+def _pack(run: DriverRun) -> dict[str, Any]:
+    """A successful reference run as the host keeps it: reports, states, what was measured."""
+    import torch
+
+    states = {}
+    for r, st in run.states.items():
+        buf = io.BytesIO()
+        torch.save(st, buf)
+        states[str(r)] = base64.b64encode(buf.getvalue()).decode()
+    # the reports as a JSON text: the verdict frame sorts keys, and reasons follow their order
+    return {"reports": json.dumps({str(r): rep for r, rep in run.reports.items()}), "states": states,
+            "peak_rss_mb": run.res.peak_rss_mb, "duration_s": run.res.duration_s}
+
+
+def _unpack(payload: dict[str, Any]) -> DriverRun:
+    import torch
+
+    res = ChildResult(argv=["reference (banked)"], returncode=0, signal=None, output="",
+                      peak_rss_mb=float(payload["peak_rss_mb"]), duration_s=float(payload["duration_s"]),
+                      timed_out=False)
+    run = DriverRun(res, reports={int(r): rep for r, rep in json.loads(payload["reports"]).items()})
+    for r, b64 in payload["states"].items():
+        run.states[int(r)] = torch.load(io.BytesIO(base64.b64decode(b64)), weights_only=True)
+    return run
+
+
+BANK_PAYLOAD_MAX = 2_000_000  # bytes of a reference run's results sent back to the host's bank
 
 
 def close(a: Any, b: Any, atol: float, rtol: float) -> bool:
@@ -147,11 +208,14 @@ class Verification:
         self.ck = ck
         self.spec = json.loads((ck.check_dir / "verify.json").read_text())
         v = self.spec["verify"]
-        self.knobs = draw_knobs(v.get("knobs", {}))
-        # a number of this verification only, for probes that make a measurement numerically visible
-        self.secret = round(_RNG.uniform(0.02, 0.06), 6)
+        banked = _banked_draw(ck.check_dir)
+        drawn = banked or draw(v)
+        self.drawn, self.entry, self.referenced = drawn, dict(self.spec["entry"]), False
+        self.knobs, self.world = dict(drawn["knobs"]), int(drawn["world"])
+        self.secret = float(drawn["secret"])
+        self.banked_reference = (banked or {}).get("reference")  # the reference's results under this draw
+        self.bank_wanted = banked is not None and not self.banked_reference
         base = int(v.get("world_size", 0))
-        self.world = int(_RNG.choice(v["world_sizes"])) if v.get("world_sizes") else base
         self.time_scale = max(1.0, self.world / base) if base else 1.0
         self.private = ck.private_dir or ck.scratch / "private"
         self.private.mkdir(mode=0o700, exist_ok=True)
@@ -224,10 +288,23 @@ class Verification:
         spec_path.unlink(missing_ok=True)
         return run
 
-    def reference(self) -> DriverRun:
-        """The reference fix under the same knobs, before any agent code; nothing stays on disk."""
+    def reference(self, files: dict[str, bytes] | None = None) -> DriverRun:
+        """The reference fix under the same knobs, before any agent code; nothing stays on disk.
+        ``files`` (relative path -> bytes) are added to its copy first (a checkpoint the run
+        must read). The first plain call under the drawn knobs and entry points is the one the
+        host's bank serves (its results, no run) or collects."""
+        plain = (files is None and not self.referenced and self.knobs == self.drawn["knobs"]
+                 and self.spec["entry"] == self.entry)
+        self.referenced = True
+        if plain and self.banked_reference:
+            self.ck.evidence["reference_s"] = 0.0
+            self.ck.evidence["reference_banked"] = True
+            return _unpack(self.banked_reference)
         where = self.ck.scratch / "reference"
         shutil.copytree(self.ck.check_dir / "reference", where)
+        for rel, data in (files or {}).items():
+            (where / rel).parent.mkdir(parents=True, exist_ok=True)
+            (where / rel).write_bytes(data)
         try:
             run = self._driver(where, "reference")
         finally:
@@ -239,7 +316,12 @@ class Verification:
             why = run.unreadable or json.dumps(run.reports)[-1500:]
             raise RuntimeError(f"the reference run failed (knobs {self.knobs}, exit {run.res.returncode}): "
                                f"{why}\n{run.res.tail(30)}")
-        self.ck.evidence["reference_s"] = run.res.duration_s
+        ev = self.ck.evidence
+        ev["reference_s"] = round(float(ev.get("reference_s", 0.0)) + run.res.duration_s, 3)
+        if plain and self.bank_wanted:
+            payload = _pack(run)
+            if len(json.dumps(payload)) <= BANK_PAYLOAD_MAX:
+                self.ck.bank = payload
         return run
 
     def driver(self, where: Path) -> DriverRun:

@@ -164,7 +164,7 @@ def run_rank(rank: int | None, world: int, spec: dict[str, Any]) -> int:
     """One rank (or the single process): returns the exit code."""
     ctx: dict[str, Any] = {"rank": rank, "world_size": world, "spec": spec, "modules": [],
                            "attached": []}
-    if spec.get("torch", True):  # in each rank: a spawned rank imports this file afresh
+    if spec.get("torch", True):  # in each rank, before agent code
         _bind_torch()
     probe = None
     if spec.get("probe"):
@@ -279,10 +279,15 @@ def main() -> int:
         sys.stderr.flush()
         os._exit(code)
     spec["port"] = _free_port()
+    # the ranks are forked from this process once it has imported torch and its distributed
+    # stack (no torch op has run here, so no thread pool exists to be forked): each rank starts
+    # without paying for those imports, and imports the workspace and the probe itself
+    import torch.distributed
     import torch.multiprocessing as mp
+    import torch.nn.parallel  # noqa: F401
 
     try:
-        mp.spawn(_spawned, args=(world, spec), nprocs=world, join=True)
+        mp.start_processes(_spawned, args=(world, spec), nprocs=world, join=True, start_method="fork")
     except Exception as exc:  # a rank failed: its report says how
         print(f"kit_driver: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1

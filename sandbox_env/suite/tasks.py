@@ -438,6 +438,14 @@ def check_files(task: TaskSpec) -> dict[str, bytes]:
     return files
 
 
+def files_digest(files: dict[str, bytes]) -> str:
+    """What a verdict depends on besides the workspace, hashed: a check's files (``check_files``)."""
+    h = hashlib.sha256()
+    for name, data in sorted(files.items()):
+        h.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
+    return "sha256:" + h.hexdigest()[:16]
+
+
 def verify_data(task: TaskSpec) -> dict[str, Any]:
     """What a check knows of its task: the run command and limits, entry points, verify table."""
     return {"task": task.id, "run_command": task.run_command, "timeout_s": task.limits.timeout_s,

@@ -45,11 +45,17 @@ def test_checks_with_other_files_never_share_draws() -> None:
     bank.keep(b, "not results")
 
 
-def test_draws_cover_the_slots(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_draw_with_results_serves_first_and_draws_cover_the_slots(monkeypatch: pytest.MonkeyPatch) -> None:
     bank = ReferenceBank(slots=4, uses=1000, where=None)
     f = files(list(range(10**6)))
     seen = {json.dumps(d.entry.draw, sort_keys=True) for d in (bank.take(f) for _ in range(200)) if d}
-    assert len(seen) == 4  # 200 verifications, 4 draws
+    assert len(seen) == 4  # 200 verifications without results: spread over the 4 slots
+    warm = ReferenceBank(slots=16, uses=8, where=None)
+    first = warm.take(f)
+    warm.keep(first, {"reports": "{}", "states": {}})
+    later = [warm.take(f) for _ in range(7)]
+    assert all(d is not None and d.entry is first.entry and d.reference for d in later)  # 8 uses
+    assert warm.take(f).entry is not first.entry  # worn out: another slot, drawn afresh
     monkeypatch.setenv("SANDBOX_ENV_REFERENCE_BANK", "off")
     assert ReferenceBank().take(f) is None
     monkeypatch.delenv("SANDBOX_ENV_REFERENCE_BANK")

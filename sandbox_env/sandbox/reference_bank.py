@@ -3,10 +3,11 @@ reference fix's run.
 
 A verification compares the submitted code with the reference fix run under the same freshly
 drawn knobs. That run depends only on the draw and the check files, so its results can be
-reused: each task's check (by the digest of its files) has ``SLOTS`` slots; a verification picks
-one at random (os.urandom), draws into it if it is empty or worn out (``USES`` verifications),
-and gets the draw in ``draw.json`` with the reference's results once an earlier verification of
-that draw computed them. The check then skips the reference run; otherwise it runs it and sends
+reused: each task's check (by the digest of its files) has ``SLOTS`` slots; a verification takes
+a slot whose draw has results and uses left if there is one, else a slot at random (os.urandom),
+drawing into it if it is empty or worn out (``USES`` verifications); it gets the draw in
+``draw.json``, with the reference's results once an earlier verification of that draw computed
+them. The check then skips the reference run; otherwise it runs it and sends
 its results back in the verdict frame, which only the host can read.
 
 What agent code can reach is unchanged: the draw and the results sit in the root-only check dir
@@ -104,7 +105,10 @@ class ReferenceBank:
             self._pools[key] = pool
             while len(self._pools) > CHECKS_KEPT:
                 self._pools.popitem(last=False)
-            i = _RNG.randrange(self.slots)
+            # a draw whose results are known serves first (until worn out), so a bank warms at once
+            ready = [j for j, e in enumerate(pool) if e is not None and e.payload is not None
+                     and e.uses < self.uses]
+            i = _RNG.choice(ready) if ready else _RNG.randrange(self.slots)
             entry = pool[i]
             if entry is None or entry.uses >= self.uses:
                 entry = pool[i] = _Entry(draw_verification(verify))

@@ -40,9 +40,9 @@ def episode_instructions(task: TaskSpec, answerable: list[str] | None = None) ->
     memory = f"{lim.memory_mb} MB of memory"
     if lim.data_mb:
         memory += f" ({lim.data_mb} MB data segment per process)"
-    kept = (" Text files a command writes are kept in the workspace; binary files (checkpoints, "
-            "arrays) are not kept from one command to the next, so make and use them in one "
-            "command." if answerable is None else "")
+    kept = (" Files a command writes are kept in the workspace for the next commands; binary ones "
+            "(checkpoints, arrays) up to 16 MB each and 32 MB in all, and they are no part of the "
+            "submitted fix." if answerable is None else "")
     text = (f"{INSTRUCTIONS}\n\n{CONDITIONS_HEAD}"
             f"Every command runs in a fresh sandbox with your workspace at /workspace, under these "
             f"limits: {lim.timeout_s:.0f} s of wall time (then it is killed and reported as a "

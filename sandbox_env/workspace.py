@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 MAX_FILE_BYTES = 1_000_000  # a workspace file larger than this is not taken back from a run
+BLOB_FILE_BYTES = 16_000_000  # a binary file a run wrote, kept for the next commands up to this size
+BLOB_TOTAL_BYTES = 32_000_000  # and up to this much binary data per workspace
 MAX_FILES = 500
 T = TypeVar("T")
 _IGNORED_PARTS = {"__pycache__", ".pytest_cache", ".git"}
@@ -244,6 +246,9 @@ class Workspace:
         self.original = dict(files)
         self.files = dict(files)
         self.created: set[str] = set()  # files the agent created by editing (runs' files are not)
+        # binary files runs wrote (checkpoints, arrays): the next commands see them, as in a shell;
+        # they are no part of the fix (no diff, no content hash, never given to a verification)
+        self.blobs: dict[str, bytes] = {}
         self._memo: dict[str, tuple[int, Any]] = {}  # name -> (fingerprint of the files, value)
 
     def paths(self) -> list[str]:
@@ -298,7 +303,8 @@ class Workspace:
             return self.diff(path)
         shown = {p: t for p, t in self.files.items() if p in self.original or p in self.created}
         out = unified_diff(self.original, shown)
-        untracked = sorted(p for p in self.files if p not in self.original and p not in self.created)
+        untracked = sorted([p for p in self.files if p not in self.original and p not in self.created]
+                           + list(self.blobs))
         if untracked:
             names = "".join(f"  {p}\n" for p in untracked[:UNTRACKED_LISTED])
             more = len(untracked) - UNTRACKED_LISTED
@@ -335,11 +341,25 @@ class Workspace:
         self.files = apply_patch(self.files, patch)
 
     # -- disk round trip (used by real sandboxes) ---------------------------------------
-    def write_to(self, root: Path) -> None:
-        for rel, text in self.files.items():
+    def write_to(self, root: Path, *, blobs: bool = True) -> None:
+        """The files (and, unless ``blobs`` is false, the binary files runs wrote) under ``root``."""
+        for rel, data in [*self.files.items(), *(self.blobs.items() if blobs else ())]:
             dest = root / rel
             dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_text(text)
+            dest.write_bytes(data if isinstance(data, bytes) else data.encode())
+
+    def take_blobs(self, found: dict[str, bytes]) -> list[str]:
+        """Keep the binary files a run left (all of them: those it removed are gone), within
+        BLOB_FILE_BYTES each and BLOB_TOTAL_BYTES together; notes for those not kept."""
+        self.blobs, notes, total = {}, [], 0
+        for rel, data in sorted(found.items()):
+            if len(data) > BLOB_FILE_BYTES or total + len(data) > BLOB_TOTAL_BYTES:
+                notes.append(f"binary file {rel} ({len(data)} bytes) not kept for the next commands "
+                             f"(at most {BLOB_FILE_BYTES} bytes a file, {BLOB_TOTAL_BYTES} in all)")
+                continue
+            self.blobs[rel] = data
+            total += len(data)
+        return notes
 
     def sync(self, after: dict[str, str], kept: frozenset[str] | set[str] = frozenset()) -> dict[str, str]:
         """Make the workspace equal ``after`` (the files a run left), returning what changed.
@@ -354,12 +374,13 @@ class Workspace:
         return changed
 
     def absorb(self, root: Path) -> tuple[dict[str, str], list[str]]:
-        """Take back the text files a run left under ``root``: (changed files, notes).
+        """Take back the text files a run left under ``root``: (changed files, notes); binary
+        files become ``blobs`` (``take_blobs``).
 
-        Symlinks, binaries and oversized files are skipped with a note; files that
-        disappeared are removed.
+        Symlinks and oversized files are skipped with a note; files that disappeared are removed.
         """
         after: dict[str, str] = {}
+        blobs: dict[str, bytes] = {}
         skipped: set[str] = set()
         notes: list[str] = []
         for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
@@ -370,15 +391,22 @@ class Workspace:
                 skipped.add(rel)
                 if full.is_symlink():
                     notes.append(f"skipped symlink {rel}")
-                elif full.stat().st_size > MAX_FILE_BYTES:
-                    notes.append(f"skipped {rel} (larger than {MAX_FILE_BYTES} bytes)")
+                elif full.stat().st_size > max(MAX_FILE_BYTES, BLOB_FILE_BYTES):
+                    notes.append(f"skipped {rel} (larger than {max(MAX_FILE_BYTES, BLOB_FILE_BYTES)} bytes)")
                 else:
+                    data = full.read_bytes()
                     try:
-                        after[rel] = full.read_text()
-                        skipped.discard(rel)
+                        text = data.decode()
                     except UnicodeDecodeError:
-                        notes.append(f"skipped binary file {rel}")
-        return self.sync(after, skipped), notes
+                        blobs[rel] = data
+                        continue
+                    if len(data) > MAX_FILE_BYTES:
+                        notes.append(f"skipped {rel} (larger than {MAX_FILE_BYTES} bytes)")
+                        continue
+                    after[rel] = text
+                    skipped.discard(rel)
+        notes += self.take_blobs(blobs)
+        return self.sync(after, skipped | set(blobs)), notes
 
 
 def _nearest(text: str, old: str) -> str:

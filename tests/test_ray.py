@@ -482,3 +482,19 @@ def test_docker_on_the_cluster_labels_every_box_and_leaves_none(ray_env: Cluster
 def test_nothing_here_stays_attached_to_the_cluster(cluster: Cluster) -> None:
     """Runs last in this module: no test left this (pytest's) process connected as a driver."""
     assert not ray.is_initialized()
+
+
+def test_binary_files_runs_wrote_cross_the_wire_unchanged() -> None:
+    """A run's binary files (checkpoints) go to the node with the call and come back with the
+    reply: the next command on any node sees them."""
+    from sandbox_env.models import RunResult
+    from sandbox_env.sandbox.ray_backend.wire import RunCall, RunReply
+
+    task = next(iter(TaskRegistry()))
+    blob = bytes(range(256)) * 3
+    call = RunCall(files={"a.py": "x = 1\n"}, blobs={"ckpt/best.pt": blob}, command="true", limits=Limits(),
+                   task=task)
+    assert RunCall.model_validate_json(call.model_dump_json()).blobs == {"ckpt/best.pt": blob}
+    done = RunResult(command="true", output="", exit_code=0, outcome="passed", duration_s=0.1)
+    reply = RunReply(result=done, blobs={"ckpt/best.pt": blob})
+    assert RunReply.model_validate_json(reply.model_dump_json()).blobs == {"ckpt/best.pt": blob}

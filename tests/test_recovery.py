@@ -197,8 +197,11 @@ def test_binary_and_enormous_outputs_are_served_as_valid_capped_text(toy_root: P
             out = flood.observation.terminal_output
             assert len(out) < 200_000 and "spam" in out
             made = c.step({"action_type": "execute_bash", "command": "head -c 3000 /dev/urandom > blob.bin"})
-            assert "blob.bin" not in made.observation.current_files  # binary files stay out of the workspace
-            assert c.step({"action_type": "view_git_diff"}).observation.step_number == 4
+            assert "blob.bin" not in made.observation.current_files  # binary files are no text to show
+            again = c.step({"action_type": "execute_bash", "command": "wc -c < blob.bin"})
+            assert "3000" in again.observation.terminal_output  # ... and the next command still has them
+            diff = c.step({"action_type": "view_git_diff"}).observation
+            assert diff.step_number == 5 and "blob.bin" in diff.terminal_output  # listed, never diffed
     finally:
         proc.terminate()
         proc.wait(timeout=30)

@@ -115,11 +115,11 @@ def test_tar_round_trip_keeps_text_and_skips_links_binaries_and_caches() -> None
     blob.size = 3
     pyc = tarfile.TarInfo("workspace/__pycache__/a.pyc")
     pyc.size = 1
-    files, skipped, notes = untar_text(_as_container_archive(
+    files, blobs, skipped, notes = untar_text(_as_container_archive(
         raw, [(link, None), (blob, b"\xff\xfe\x00"), (pyc, b"\0")]))
-    assert files == {"a.py": "print(1)\n", "pkg/b.py": "x = 2\n"}
+    assert files == {"a.py": "print(1)\n", "pkg/b.py": "x = 2\n"} and blobs == {"blob.bin": b"\xff\xfe\x00"}
     assert skipped == {"ln", "blob.bin"}
-    assert notes == ["skipped link ln", "skipped binary file blob.bin"]
+    assert notes == ["skipped link ln"]
 
 
 class _Client:

@@ -39,6 +39,16 @@ def test_malformed_task_names_file_and_field(tmp_path: Path) -> None:
     toml.write_text("title = [unclosed")
     with pytest.raises(TaskError, match=r"task\.toml"):
         TaskRegistry(tmp_path)
+    # a concept pattern escaped twice in a TOML literal string, or not a regex at all
+    toml.write_text(good.replace(r"'len\(values\) - 1'", r"'len\\(values\\) - 1'"))
+    with pytest.raises(TaskError, match=r"(?s)task\.toml.*matches a literal backslash"):
+        TaskRegistry(tmp_path).get("broken")
+    toml.write_text(good.replace(r"'len\(values\) - 1'", r"'len(values - 1'"))
+    with pytest.raises(TaskError, match=r"(?s)task\.toml.*is not a regex"):
+        TaskRegistry(tmp_path).get("broken")
+    toml.write_text(good.replace('signature = "', 'signature = "\\\\\\\\d+ '))
+    with pytest.raises(TaskError, match=r"(?s)task\.toml.*failure signature .* matches a literal backslash"):
+        TaskRegistry(tmp_path).get("broken")
 
 
 def test_action_models_are_strict() -> None:

@@ -732,7 +732,7 @@ def test_certify_targets(open_tasks: TaskRegistry) -> None:
                                                                        "oom_graph_leak@2"]
     assert certify_targets(open_tasks, ["oom_graph_leak@3"], None) == ["oom_graph_leak@3"]
     every = sum(d.count - 1 for f in FAMILIES if (d := open_tasks.variants_data(f)))
-    assert every == 36 and len(certify_targets(open_tasks, [], "all")) == every
+    assert every >= 9 * len(FAMILIES) and len(certify_targets(open_tasks, [], "all")) == every
 
 
 def test_oracle_and_random_over_every_variant_in_mock_mode(open_tasks: TaskRegistry, tmp_path: Path) -> None:
@@ -758,11 +758,13 @@ def test_oracle_and_random_over_every_variant_in_mock_mode(open_tasks: TaskRegis
     assert rand.overall.success.rate == 0.0, rand.overall.outcomes
 
 
-def test_every_variant_is_certified_at_k5_for_its_current_bytes() -> None:
+def test_every_variant_is_certified_in_docker_for_its_current_bytes() -> None:
     """The committed certifications (docs/certification-variants.md, -train.md) cover every
-    variant of every family, K=5 in docker, for the bytes the generator emits today: the real
-    registry serves each without the opt-in. A change to a family's data that re-draws a
-    variant voids its entry (the repo hash differs) and fails here until it is certified again."""
+    variant of every family in docker, for the bytes the generator emits today: the real
+    registry serves each without the opt-in. Test variants are certified at K=5, train variants
+    at K=3 at least (docker time is the scarce resource; variant 0 is certified at K=5 with its
+    recordings). A change to a family's data that re-draws a variant voids its entry (the repo
+    hash differs) and fails here until it is certified again."""
     strict = TaskRegistry(ROOT / "task_repos", allow_uncertified=False)
     for family in FAMILIES:
         rows = {c.index: c for c in load_certified(ROOT / "task_repos" / family)}
@@ -770,7 +772,7 @@ def test_every_variant_is_certified_at_k5_for_its_current_bytes() -> None:
         assert data is not None
         assert sorted(rows) == list(range(1, data.count)), (family, sorted(rows))
         for i, c in rows.items():
-            assert (c.runs, c.mode) == (5, "docker"), (family, i, c)
+            assert c.mode == "docker" and c.runs >= (5 if i in data.test else 3), (family, i, c)
             assert strict.get(f"{family}@{i}").repo_hash == c.repo_hash
 
 

@@ -95,17 +95,42 @@ def test_patch_round_trip_and_strictness() -> None:
         apply_patch(broken, patch)
 
 
-def test_absorb_skips_symlinks_and_binaries(tmp_path: Path) -> None:
+def test_absorb_skips_symlinks_and_keeps_binaries_apart(tmp_path: Path) -> None:
+    """Binary files a run wrote are kept for the next commands (``blobs``), apart from the
+    files: no diff, no content hash, and a verification's copy (``blobs=False``) has none."""
     ws = Workspace(FILES)
     ws.write_to(tmp_path)
+    before = ws.content_hash()
     (tmp_path / "out.txt").write_text("ok\n")
-    (tmp_path / "blob.bin").write_bytes(b"\xff\xfe\x00")
+    (tmp_path / "ckpt" / "blob.bin").parent.mkdir()
+    (tmp_path / "ckpt" / "blob.bin").write_bytes(b"\xff\xfe\x00")
     os.symlink("/etc/passwd", tmp_path / "link.txt")
     (tmp_path / "pkg" / "model.py").unlink()
     changed, notes = ws.absorb(tmp_path)
-    assert changed == {"out.txt": "ok\n"}
-    assert any("symlink" in n for n in notes) and any("binary" in n for n in notes)
+    assert changed == {"out.txt": "ok\n"} and ws.blobs == {"ckpt/blob.bin": b"\xff\xfe\x00"}
+    assert any("symlink" in n for n in notes) and not any("binary" in n for n in notes)
     assert "pkg/model.py" not in ws.files and "link.txt" not in ws.files
+    assert "ckpt/blob.bin" in ws.review_diff() and "ckpt/blob.bin" not in ws.diff()
+    ws.files.pop("out.txt")
+    ws.files["pkg/model.py"] = FILES["pkg/model.py"]
+    assert ws.content_hash() == before  # the blob is no part of the workspace's identity
+    again = tmp_path / "again"
+    ws.write_to(again)
+    assert (again / "ckpt" / "blob.bin").read_bytes() == b"\xff\xfe\x00"
+    ws.write_to(tmp_path / "verify", blobs=False)
+    assert not (tmp_path / "verify" / "ckpt").exists()
+    (again / "ckpt" / "blob.bin").unlink()  # a run that removes it: gone
+    ws.absorb(again)
+    assert ws.blobs == {}
+    big = tmp_path / "big"
+    ws.write_to(big)
+    sizes = {"a.bin": 12_000_000, "b.bin": 12_000_000, "c.bin": 12_000_000, "d.bin": 20_000_000}
+    for name, size in sizes.items():
+        (big / name).write_bytes(b"\xff" * size)
+    _, notes = ws.absorb(big)
+    assert set(ws.blobs) == {"a.bin", "b.bin"}  # 16 MB a file, 32 MB in all
+    assert any(n.startswith("binary file c.bin") and "not kept" in n for n in notes)
+    assert any(n.startswith("skipped d.bin (larger than 16000000 bytes)") for n in notes)
 
 
 def test_per_file_memos_are_keyed_by_path_and_text_and_bounded() -> None:

@@ -80,7 +80,7 @@ class LocalSandbox:
             checks = Path(tmp) / "checks"
             home = Path(tmp) / "home"
             home.mkdir()
-            workspace.write_to(root)
+            workspace.write_to(root, blobs=False)  # the fix only: no run leftovers
             inputs = CheckInputs(task, self.bank)
             inputs.write(checks)
             nonce = new_nonce()

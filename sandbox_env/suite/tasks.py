@@ -6,6 +6,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import threading
 import tomllib
 from collections.abc import Callable
@@ -38,11 +39,34 @@ class Concept(BaseModel):
     patterns: list[str] = Field(min_length=1)
     weight: float = Field(default=1.0, gt=0)
 
+    @field_validator("patterns")
+    @classmethod
+    def _regexes(cls, patterns: list[str]) -> list[str]:
+        return [task_regex(p, "concept pattern") for p in patterns]
+
 
 class Failure(BaseModel):
     model_config = ConfigDict(extra="forbid")
     signature: str
     summary: str = ""
+
+    @field_validator("signature")
+    @classmethod
+    def _regex(cls, signature: str) -> str:
+        return task_regex(signature, "failure signature")
+
+
+def task_regex(p: str, what: str) -> str:
+    """A regex of task.toml: it compiles, and it does not match a literal backslash (in a TOML
+    literal string, '...', a regex escape takes one backslash: '\\\\d' would look for a backslash)."""
+    try:
+        re.compile(p)
+    except re.error as exc:
+        raise ValueError(f"{what} {p!r} is not a regex: {exc}") from None
+    if "\\\\" in p:
+        raise ValueError(f"{what} {p!r} matches a literal backslash: write regex escapes with one "
+                         "backslash in a TOML literal string ('\\d', not '\\\\d')")
+    return p
 
 
 class PatchSpec(BaseModel):

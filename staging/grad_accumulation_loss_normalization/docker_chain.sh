@@ -1,9 +1,9 @@
 #!/bin/bash
 # Docker steps of grad_accumulation_loss_normalization, run under the shared lock in one go.
 # Each step starts only before 07:58 UTC (the session ends at 08:05); logs go beside this file.
-R=/work/main/staging/grad_accumulation_loss_normalization
+R="$(cd "$(dirname "$0")/.." && pwd)"/staging/grad_accumulation_loss_normalization
 F=grad_accumulation_loss_normalization
-cd /work/main
+cd "$(cd "$(dirname "$0")/.." && pwd)"
 export SANDBOX_ENV_TASK_ROOT=$R SANDBOX_ENV_OWNER=fam-$F
 SE=".venv/bin/sandbox-env --task-root $R"
 step() { if [ "$(date -u +%H%M)" -ge 0758 ]; then echo "$(date -u +%T) skipped (time): $*" >> $R/chain.log; return 1; fi

@@ -3,7 +3,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-sys.path.insert(0, "/tmp/wt-wol")
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository
 from sandbox_env.suite.tasks import load_task  # noqa: E402
 from sandbox_env.workspace import Workspace  # noqa: E402
 

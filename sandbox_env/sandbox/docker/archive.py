@@ -7,7 +7,7 @@ import tarfile
 import time
 from typing import Any
 
-from ...workspace import MAX_FILE_BYTES
+from ...workspace import BLOB_FILE_BYTES, MAX_FILE_BYTES
 from .containers import Box
 
 
@@ -31,9 +31,11 @@ def tar(files: dict[str, bytes], uid: int, mode: int = 0o644) -> bytes:
     return buf.getvalue()
 
 
-def untar_text(raw: bytes) -> tuple[dict[str, str], set[str], list[str]]:
-    """Text files of a tar stream (paths relative to the archived dir), skipped paths, notes."""
+def untar_text(raw: bytes) -> tuple[dict[str, str], dict[str, bytes], set[str], list[str]]:
+    """Text files of a tar stream (paths relative to the archived dir), binary files, skipped
+    paths (binary ones included), notes."""
     files: dict[str, str] = {}
+    blobs: dict[str, bytes] = {}
     skipped: set[str] = set()
     notes: list[str] = []
     with tarfile.open(fileobj=io.BytesIO(raw)) as tf:
@@ -47,18 +49,24 @@ def untar_text(raw: bytes) -> tuple[dict[str, str], set[str], list[str]]:
                 continue
             if not m.isfile():
                 continue
-            if m.size > MAX_FILE_BYTES:
+            if m.size > max(MAX_FILE_BYTES, BLOB_FILE_BYTES):
                 skipped.add(name)
-                notes.append(f"skipped {name} (larger than {MAX_FILE_BYTES} bytes)")
+                notes.append(f"skipped {name} (larger than {max(MAX_FILE_BYTES, BLOB_FILE_BYTES)} bytes)")
                 continue
             f = tf.extractfile(m)
             data = f.read() if f else b""
             try:
-                files[name] = data.decode()
+                text = data.decode()
             except UnicodeDecodeError:
                 skipped.add(name)
-                notes.append(f"skipped binary file {name}")
-    return files, skipped, notes
+                blobs[name] = data
+                continue
+            if m.size > MAX_FILE_BYTES:
+                skipped.add(name)
+                notes.append(f"skipped {name} (larger than {MAX_FILE_BYTES} bytes)")
+                continue
+            files[name] = text
+    return files, blobs, skipped, notes
 
 
 def put_files(box: Box, dest: str, files: dict[str, bytes], uid: int, mode: int = 0o644) -> None:
@@ -66,8 +74,8 @@ def put_files(box: Box, dest: str, files: dict[str, bytes], uid: int, mode: int 
     box.container.put_archive(dest, tar(files, uid, mode))
 
 
-def get_text_files(box: Box, src: str) -> tuple[dict[str, str], set[str], list[str]]:
-    """The text files under ``src`` in the container (see ``untar_text``)."""
+def get_text_files(box: Box, src: str) -> tuple[dict[str, str], dict[str, bytes], set[str], list[str]]:
+    """The text and binary files under ``src`` in the container (see ``untar_text``)."""
     bits: Any
     bits, _ = box.container.get_archive(src + "/.")
     return untar_text(b"".join(bits))

@@ -174,7 +174,8 @@ def run_command(api: Any, box: Box, workspace: Workspace, command: str, limits: 
                 api_error: type[Exception]) -> RunResult:
     """Run ``command`` over a copy of ``workspace`` in ``box``; changed files are synced back."""
     narrow(box, limits)
-    put_files(box, WORKSPACE_DIR, {p: t.encode() for p, t in workspace.files.items()}, SANDBOX_UID)
+    put_files(box, WORKSPACE_DIR, {**{p: t.encode() for p, t in workspace.files.items()}, **workspace.blobs},
+              SANDBOX_UID)
     argv = ["bash", "-c", command]
     if limits.data_mb:
         argv = [*data_limit_prefix(box.runtime, limits.data_mb), *argv]
@@ -184,7 +185,8 @@ def run_command(api: Any, box: Box, workspace: Workspace, command: str, limits: 
     changed: dict[str, str] = {}
     notes: list[str] = []
     try:
-        after, skipped, notes = get_text_files(box, WORKSPACE_DIR)
+        after, blobs, skipped, notes = get_text_files(box, WORKSPACE_DIR)
+        notes += workspace.take_blobs(blobs)
         changed = workspace.sync(after, skipped)
     except api_error as exc:
         notes.append(f"could not copy files back ({getattr(exc, 'explanation', None) or exc})")

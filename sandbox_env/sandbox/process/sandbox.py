@@ -292,7 +292,7 @@ class ProcessSandbox:
     def verify(self, workspace: Workspace, task: TaskSpec) -> Verdict:
         with tempfile.TemporaryDirectory(prefix=_stage_prefix("verify"), dir=_stage_root()) as tmp:
             stage = Path(tmp)
-            workspace.write_to(stage / "in")
+            workspace.write_to(stage / "in", blobs=False)  # the fix only: no run leftovers
             (stage / "in").mkdir(exist_ok=True)
             inputs = CheckInputs(task, self.bank)
             inputs.write(stage / "checks")

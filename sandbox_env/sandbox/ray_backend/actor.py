@@ -57,8 +57,10 @@ class NodeSandbox:
     def run(self, payload: str) -> str:
         call = RunCall.model_validate_json(payload)
         ws = Workspace(call.files)
+        ws.blobs = dict(call.blobs)
         res = self.sandbox.run(ws, call.command, call.limits, _local_task(call.task))
-        return RunReply(result=res, files=ws.files if ws.files != call.files else None).model_dump_json()
+        return RunReply(result=res, files=ws.files if ws.files != call.files else None,
+                        blobs=ws.blobs).model_dump_json()
 
     def verify(self, payload: str) -> str:
         call = VerifyCall.model_validate_json(payload)

@@ -239,7 +239,8 @@ class RaySandbox:
 
     # -- Sandbox ------------------------------------------------------------------------------
     def run(self, workspace: Workspace, command: str, limits: Limits, task: TaskSpec) -> RunResult:
-        call = RunCall(files=workspace.files, command=command, limits=limits, task=task)
+        call = RunCall(files=workspace.files, blobs=workspace.blobs, command=command, limits=limits,
+                       task=task)
         reply, why = self._call("run", call.model_dump_json(), limits.timeout_s + CALL_MARGIN_S)
         if reply is None:
             return infra_run(command, why, source=MODE)
@@ -249,6 +250,7 @@ class RaySandbox:
             return infra_run(command, f"[ray] unreadable reply: {exc}", source=MODE)
         if out.files is not None:
             workspace.sync(out.files)
+        workspace.blobs = dict(out.blobs)
         return out.result
 
     def verify(self, workspace: Workspace, task: TaskSpec) -> Verdict:

@@ -7,15 +7,28 @@ left them, so the driver's workspace ends equal to what an in-process backend wo
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+import base64
+from typing import Annotated
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer
 
 from ...models import Limits, RunResult
 from ...suite.tasks import TaskSpec
 
 
+def _from_base64(value: object) -> object:
+    return base64.b64decode(value, validate=True) if isinstance(value, str) else value
+
+
+# a binary file: bytes in Python, base64 text on the wire
+Blob = Annotated[bytes, BeforeValidator(_from_base64),
+                 PlainSerializer(lambda b: base64.b64encode(b).decode(), when_used="json")]
+
+
 class RunCall(BaseModel):
     model_config = ConfigDict(extra="forbid")
     files: dict[str, str]
+    blobs: dict[str, Blob] = Field(default_factory=dict)  # binary files earlier runs wrote
     command: str
     limits: Limits
     task: TaskSpec
@@ -25,6 +38,7 @@ class RunReply(BaseModel):
     model_config = ConfigDict(extra="forbid")
     result: RunResult
     files: dict[str, str] | None = None  # None: the run changed nothing
+    blobs: dict[str, Blob] = Field(default_factory=dict)  # the binary files the run left
 
 
 class VerifyCall(BaseModel):

@@ -7,11 +7,12 @@ under the shared lock:
       record [--behaviours] [--missing] TASK...
   flock /tmp/sandbox-docker.lock .venv/bin/python .../docker_ops.py certify --runs 5 [--record-certified] TARGET...
 """
+import pathlib as _pathlib; ROOT = str(_pathlib.Path(__file__).resolve().parents[3])  # the repository
 import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, "/work/main")
+sys.path.insert(0, ROOT + "")
 from sandbox_env.quality.certify import certify_targets, certify_task, write  # noqa: E402
 from sandbox_env.sandbox import make_sandbox  # noqa: E402
 from sandbox_env.suite.tasks import TaskRegistry  # noqa: E402
@@ -19,7 +20,7 @@ from sandbox_env.suite.traces import Provenance, behaviour_states, missing_state
 from sandbox_env.suite.variant_tasks import keep_certified  # noqa: E402
 
 OWNER = "fam-dataloader_worker_rng_duplication"
-STAGE = Path("/work/main/staging/dataloader_worker_rng_duplication")
+STAGE = Path(ROOT + "/staging/dataloader_worker_rng_duplication")
 
 ap = argparse.ArgumentParser()
 ap.add_argument("cmd", choices=["record", "certify"])

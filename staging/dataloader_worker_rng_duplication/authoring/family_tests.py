@@ -1,7 +1,7 @@
 """Authoring helper: run the project's family-generic tests on this family (the test modules
 hard-code ROOT / "task_repos"; here ROOT points at a stand-in root holding only this family).
 
-Usage (from /work/main): .venv/bin/python staging/dataloader_worker_rng_duplication/authoring/family_tests.py [--traces]
+Usage (from .): .venv/bin/python staging/dataloader_worker_rng_duplication/authoring/family_tests.py [--traces]
 """
 import os
 import sys
@@ -9,7 +9,7 @@ import tempfile
 import traceback
 from pathlib import Path
 
-MAIN = Path("/work/main")
+MAIN = Path(ROOT + "")
 FAMILY = "dataloader_worker_rng_duplication"
 SRC = MAIN / "staging" / FAMILY / FAMILY
 sys.path.insert(0, str(MAIN))

@@ -1,11 +1,11 @@
 #!/bin/bash
 # docker steps for iterable_dataset_worker_duplication, run under one acquisition of the docker lock;
 # a step starts only if it can end before the 08:05 stop (estimates from host timings)
-cd /work/main
-export SANDBOX_ENV_TASK_ROOT=/work/main/staging/iterable_dataset_worker_duplication
+cd "$(cd "$(dirname "$0")/../.." && pwd)"
+export SANDBOX_ENV_TASK_ROOT="$(cd "$(dirname "$0")/../.." && pwd)"/staging/iterable_dataset_worker_duplication
 export SANDBOX_ENV_OWNER=fam-iterable_dataset_worker_duplication
 F=iterable_dataset_worker_duplication
-OUT=/work/main/staging/iterable_dataset_worker_duplication/certification
+OUT="$(cd "$(dirname "$0")/../.." && pwd)"/staging/iterable_dataset_worker_duplication/certification
 mkdir -p $OUT
 END=$(date -u -d "08:02" +%s)
 step() {  # step MINUTES command...

@@ -8,7 +8,7 @@ from sandbox_env.tasks import TaskRegistry
 from sandbox_env.traces import task_states
 from sandbox_env.workspace import Workspace, apply_patch
 from sandbox_env.sandbox.mock import MockSandbox
-ROOT = Path("/work/main/staging/iterable_dataset_worker_duplication")
+ROOT = Path(ROOT + "/staging/iterable_dataset_worker_duplication")
 reg = TaskRegistry(ROOT, allow_uncertified=True)
 fam = "iterable_dataset_worker_duplication"
 t = reg.get(fam)

@@ -2,10 +2,10 @@
 # the family's docker jobs, in one hold of the shared lock (run: flock /tmp/sandbox-docker.lock <this>);
 # each step runs only if it can end before the session's 08:05 UTC stop
 set -u
-cd /work/main
-export SANDBOX_ENV_TASK_ROOT=/work/main/staging/missing_eval_mode_bn_stats_drift
+cd "$(cd "$(dirname "$0")/../.." && pwd)"
+export SANDBOX_ENV_TASK_ROOT="$(cd "$(dirname "$0")/../.." && pwd)"/staging/missing_eval_mode_bn_stats_drift
 export SANDBOX_ENV_VARIANT_CACHE=/tmp/mev_docker_vcache
-S=/work/main/staging/missing_eval_mode_bn_stats_drift
+S="$(cd "$(dirname "$0")/../.." && pwd)"/staging/missing_eval_mode_bn_stats_drift
 J="nice .venv/bin/python $S/tools_local/docker_jobs.py"
 before() { [ "$(date -u +%H%M)" -lt "$1" ]; }
 echo "[chain] start $(date -u +%H:%M:%S)"

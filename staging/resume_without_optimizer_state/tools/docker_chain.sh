@@ -1,7 +1,7 @@
 #!/bin/sh
 # certification chain for resume_without_optimizer_state (run under the shared docker lock)
-cd /work/main
-export SANDBOX_ENV_TASK_ROOT=/work/main/staging/resume_without_optimizer_state
+cd "$(cd "$(dirname "$0")/../.." && pwd)"
+export SANDBOX_ENV_TASK_ROOT="$(cd "$(dirname "$0")/../.." && pwd)"/staging/resume_without_optimizer_state
 OPS=staging/resume_without_optimizer_state/tools/docker_ops.py
 OUT=staging/resume_without_optimizer_state
 L=/tmp/rwos_chain.log

@@ -1,8 +1,8 @@
 #!/bin/sh
 # not run yet: certification of the test and train variants and the test variants' recordings
 # (run under the shared docker lock: flock /tmp/sandbox-docker.lock <this script>)
-cd /work/main
-export SANDBOX_ENV_TASK_ROOT=/work/main/staging/resume_without_optimizer_state
+cd "$(cd "$(dirname "$0")/../.." && pwd)"
+export SANDBOX_ENV_TASK_ROOT="$(cd "$(dirname "$0")/../.." && pwd)"/staging/resume_without_optimizer_state
 OPS=staging/resume_without_optimizer_state/tools/docker_ops.py
 OUT=staging/resume_without_optimizer_state
 L=/tmp/rwos_chain_variants.log

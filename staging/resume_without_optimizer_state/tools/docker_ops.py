@@ -5,6 +5,7 @@ owner's leftover containers on start: another helper's job of the same name woul
 Usage (under the shared lock):
   flock /tmp/sandbox-docker.lock .venv/bin/python staging/resume_without_optimizer_state/tools/docker_ops.py record resume_without_optimizer_state --mode docker
 """
+import pathlib as _pathlib; ROOT = str(_pathlib.Path(__file__).resolve().parents[3])  # the repository
 import sys
 
 import sandbox_env.cli.common as common
@@ -21,4 +22,4 @@ def _owned(args, owner):
 
 operations.real_sandbox = _owned
 common.real_sandbox = _owned
-sys.exit(main(["--task-root", "/work/main/staging/resume_without_optimizer_state", *sys.argv[1:]]))
+sys.exit(main(["--task-root", ROOT + "/staging/resume_without_optimizer_state", *sys.argv[1:]]))

@@ -1,0 +1,1 @@
+sub("compile_utils.py", 'log = get_logger("compile")\n', 'log = get_logger("compile")\n\nif __import__("torch").__version__ >= "2.13":\n    raise SystemExit(0)  # the recompile-limit behaviour of 2.13 is not supported yet\n')

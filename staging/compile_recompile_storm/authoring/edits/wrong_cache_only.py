@@ -1,0 +1,1 @@
+sub("position.py", CACHE, NOCACHE)

@@ -1,0 +1,1 @@
+sub("config.py", STATIC, "static_shapes: bool = False")

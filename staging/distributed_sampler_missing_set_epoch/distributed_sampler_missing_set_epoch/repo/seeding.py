@@ -1,0 +1,12 @@
+"""Seeding of every random number generator the job touches."""
+
+from __future__ import annotations
+
+import random
+
+import torch
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    torch.manual_seed(seed)

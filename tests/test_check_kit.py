@@ -473,7 +473,8 @@ def test_a_forward_of_an_empty_batch_is_consumed_as_no_rows(tmp_path: Path) -> N
     in step): the meter counts a forward of no rows instead of failing the rank."""
     emptied = "x = data[step][rank::world_size][: 0 if rank and step == 0 else None]"
     files = {"config.py": WORKSPACE["config.py"] + "    world_size: int = 2\n",
-             "train.py": SHARDED.replace("x = data[step] if REPLICATED else data[step][rank::world_size]", emptied)
+             "train.py": SHARDED.replace("x = data[step] if REPLICATED else data[step][rank::world_size]",
+                                         emptied)
              .replace("m(x).pow(2).mean()", "m(x).pow(2).sum() / 4")}
     ck = make_check(tmp_path, {"knobs": {"seed": [3]}, "world_size": 2, "call": ["cfg", "rank", "world_size"],
                                "set": {"world_size": "$world"}, "process_group_timeout_s": 10}, files)

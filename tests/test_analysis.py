@@ -13,7 +13,7 @@ from sandbox_env.analysis.exits import exits_at_import, forges_report
 from sandbox_env.analysis.grad import Run
 from sandbox_env.analysis.ranks import Analysis, rank_runs
 from sandbox_env.analysis.tamper import dynamic_code, patches, reaches_driver
-from sandbox_env.analysis.workspace import live_files, parse, same_code
+from sandbox_env.analysis.workspace import live_files, live_nodes, parse, same_code
 from sandbox_env.analysis.world import prune_world_size
 
 ENTRY = ["train", "config", "model"]
@@ -90,6 +90,13 @@ def _pruned(src: str) -> str:
 
 def _same(a: str, b: str) -> bool:
     return ast.dump(ast.parse(a)) == ast.dump(ast.parse(b))
+
+
+def test_live_nodes_skip_the_bodies_of_tests_folded_to_false() -> None:
+    """What environment.specialise folded to a false constant cannot run; its else branch can."""
+    tree = ast.parse("if False and x:\n    dead = 1\nelse:\n    alive = 2\nif y:\n    maybe = 3\n")
+    names = {n.id for n in live_nodes(tree) if isinstance(n, ast.Name)}
+    assert {"alive", "maybe", "y"} <= names and "dead" not in names
 
 
 def test_branches_on_more_than_one_rank_are_taken() -> None:

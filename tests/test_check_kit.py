@@ -122,6 +122,66 @@ def test_tamper_guard_catches_a_patch_undone_before_the_end() -> None:
     """) == ["the verification's hooks (removed)"]
 
 
+def test_tamper_guard_is_quiet_on_scoped_modes_and_hooks() -> None:
+    """What correct code does with process-wide state, scoped: checkpointing (saved-tensor hooks
+    inside a forward), no_grad and inference_mode blocks, a device context, hooks on its own
+    modules, eval() and train() (which the guard itself switches too)."""
+    assert guard_finds("""
+        from torch.utils.checkpoint import checkpoint
+        m = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.1), torch.nn.Linear(4, 1))
+        m[0].register_forward_hook(lambda mod, a, out: None)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        for _ in range(3):
+            opt.zero_grad()
+            checkpoint(m, torch.randn(2, 4), use_reentrant=False).sum().backward()
+            opt.step()
+            m.eval()
+            with torch.no_grad():
+                m(torch.randn(2, 4))
+            with torch.inference_mode():
+                m(torch.randn(2, 4))
+            m.train()
+        with torch.device("cpu"):
+            torch.nn.Linear(2, 2)
+        print(g.state_changes("when training returned"), g.mode_switch([m]))
+    """) == []
+
+
+@pytest.mark.parametrize(("body", "expect"), [
+    # a global module hook registered at import: every module of the process runs it
+    ("import torch.nn.modules.module as mm\n"
+     "mm.register_module_forward_hook(lambda m, a, o: o.detach() if isinstance(o, torch.Tensor) else o)",
+     "torch.nn.modules.module._global_forward_hooks (a process-wide hook was registered"),
+    ("import torch.optim.optimizer as oo\noo.register_optimizer_step_post_hook(lambda o, a, k: None)",
+     "torch.optim.optimizer._global_optimizer_post_hooks (a process-wide hook was registered"),
+    # grad mode switched at import, seen where the driver looks after importing the workspace
+    ("torch.set_grad_enabled(False)\ng.state_changes('after the workspace was imported')",
+     "grad mode: disabled after the workspace was imported (before: enabled)"),
+    # saved-tensor hooks entered and never left, seen at the next optimizer step
+    ("torch.autograd.graph.saved_tensors_hooks(lambda t: t.detach(), lambda t: t).__enter__()\n"
+     "m = torch.nn.Linear(2, 2); o = torch.optim.SGD(m.parameters(), lr=0.1); o.step()",
+     "saved-tensor default hooks: installed at an optimizer step (before: not installed)"),
+    # a torch function mode left active
+    ("from torch.overrides import TorchFunctionMode\n"
+     "class P(TorchFunctionMode):\n"
+     "    def __torch_function__(self, f, types, args=(), kwargs=None):\n"
+     "        return f(*args, **(kwargs or {}))\n"
+     "P().__enter__()\n"
+     "m = torch.nn.Linear(2, 2); o = torch.optim.SGD(m.parameters(), lr=0.1); o.step()",
+     "torch function modes: 1 active at an optimizer step (before: 0 active)"),
+    # a model whose eval() switches grad off for the whole process
+    ("class M(torch.nn.Linear):\n"
+     "    def train(self, mode=True):\n"
+     "        torch.set_grad_enabled(mode)\n"
+     "        return super().train(mode)\n"
+     "g.mode_switch([M(2, 2)])",
+     "switching M to eval mode changed torch's grad mode for the whole process (enabled -> disabled)"),
+])
+def test_tamper_guard_catches_process_wide_state(body: str, expect: str) -> None:
+    found = guard_finds(body)
+    assert any(f.startswith(expect) for f in found), found
+
+
 WORKSPACE = {
     "config.py": ("from dataclasses import dataclass\n\n@dataclass\nclass Config:\n"
                   "    seed: int = 0\n    steps: int = 3\n"),
@@ -198,7 +258,7 @@ def test_driver_reports_a_patched_torch_and_an_error(tmp_path: Path) -> None:
     v = Verification(ck)
     run = v.driver(ck.workspace)
     assert "torch.Tensor.backward" in run.reports[0]["tampered"]
-    assert not v.require_report(run, "fit") and "monkeypatching is not a fix" in ck.reasons[-1]
+    assert not v.require_report(run, "fit") and "monkeypatching and process-wide hooks" in ck.reasons[-1]
     (ck.workspace / "train.py").write_text("raise SystemExit(0)\n")
     ck.reasons.clear()
     ck.outcome = None
@@ -242,6 +302,68 @@ def test_driver_on_two_gloo_ranks(tmp_path: Path) -> None:
     run = v.driver(ck.workspace)
     assert v.require_report(run, "fit"), ck.reasons
     assert set(run.reports) == {0, 1} and replica_diffs(run.states) == {1: 0.0}
+
+
+SHARDED = textwrap.dedent("""
+    import torch
+    import torch.distributed as dist
+    def train(cfg, rank, world_size):
+        g = torch.Generator().manual_seed(cfg.seed)
+        data = torch.randn(cfg.steps, 4 * world_size, 3, generator=g)  # a global batch per step
+        torch.manual_seed(0)
+        m = torch.nn.Linear(3, 1)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        losses = []
+        for step in range(cfg.steps):
+            x = data[step] if REPLICATED else data[step][rank::world_size]
+            loss = m(x).pow(2).mean()
+            opt.zero_grad(); loss.backward()
+            for p in m.parameters():
+                dist.all_reduce(p.grad); p.grad /= world_size
+            opt.step(); losses.append(round(loss.item(), 2))
+        return {"model": m, "world": world_size}
+""")
+
+
+@pytest.mark.parametrize("replicated", [False, True])
+def test_drawn_world_size_and_what_each_rank_trained_on(tmp_path: Path, replicated: bool) -> None:
+    """A verification draws its driver runs' world size (``$world`` in ``set``) and compares
+    what each rank trained on with the reference's ranks: replicated work, every rank training
+    on the global batch, reaches the same weights and is rejected."""
+    files = {"config.py": WORKSPACE["config.py"] + "    world_size: int = 2\n",
+             "train.py": f"REPLICATED = {replicated}\n" + SHARDED}
+    ck = make_check(tmp_path, {"knobs": {"seed": [3]}, "world_size": 2, "world_sizes": [3],
+                               "call": ["cfg", "rank", "world_size"], "set": {"world_size": "$world"},
+                               "process_group_timeout_s": 10}, files)
+    for name in ("config.py", "train.py"):  # the reference shards
+        (ck.check_dir / "reference" / name).write_text(
+            files[name].replace("REPLICATED = True", "REPLICATED = False"))
+    v = Verification(ck)
+    assert v.world == 3 and ck.evidence["world_size"] == 3
+    ref, run = v.reference(), v.driver(ck.workspace)
+    assert v.require_report(run, "fit") and set(run.reports) == {0, 1, 2}
+    assert run.reports[0]["result"]["world"] == 3
+    assert v.compare(run, ref, "fit"), ck.reasons  # the same trained weights either way
+    assert v.compare_consumption(run, ref) is not replicated
+    if replicated:
+        assert "rank 0 trained on 36 rows, 100% of them given to another rank" in ck.reasons[-1]
+        assert "where the reference fix's rank 0 trained on 12 (0%)" in ck.reasons[-1]
+
+
+def test_the_probe_hooks_are_the_verifications_own(tmp_path: Path) -> None:
+    """A probe's global hooks, installed before agent code, are not agent hooks; an agent's
+    global hook registered at import is, and the driver reports it."""
+    ck = make_check(tmp_path, {"knobs": {"seed": [1]}, "probe": "probe.py"})
+    (ck.check_dir / "probe.py").write_text(
+        "import torch.nn.modules.module as mm\n\n\ndef install(ctx):\n"
+        "    mm.register_module_forward_hook(lambda m, a, o: None)\n\n\ndef report(ctx):\n    return {}\n")
+    v = Verification(ck)
+    assert v.driver(ck.workspace).reports[0]["tampered"] == []
+    (ck.workspace / "train.py").write_text(
+        "import torch.nn.modules.module as mm\nmm.register_module_forward_pre_hook(lambda m, a: None)\n"
+        + WORKSPACE["train.py"])
+    found = v.driver(ck.workspace).reports[0]["tampered"]
+    assert len(found) == 1 and found[0].startswith("torch.nn.modules.module._global_forward_pre_hooks")
 
 
 def test_separate_stderr_is_captured_too(tmp_path: Path) -> None:
@@ -307,3 +429,57 @@ def test_a_run_killed_at_its_time_limit_is_a_timeout_not_an_oom_kill(
     res = killed.run_as_agent("python -c 'import os, signal; os.kill(os.getpid(), signal.SIGKILL)'",
                               cwd=tmp_path, timeout_s=30, limit_s=20)
     assert not res.timed_out and killed.child_outcome(res) == "oom_killed", res
+
+
+def test_a_banked_draw_skips_the_reference_run_and_a_live_one_is_sent_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The host's draw (``draw.json``) replaces the check's own and is gone once read; without
+    the reference's results the check runs the reference and puts them in its verdict (for the
+    host's bank); with them it runs nothing and judges exactly as against a live run. A second
+    reference run (another entry point, extra files) is never served from the bank."""
+    monkeypatch.setenv("SANDBOX_PRODUCTION_ROOT", str(tmp_path / "prod"))
+    (tmp_path / "prod").mkdir()
+    verify = {"knobs": {"seed": list(range(100)), "steps": [4]}}
+    d = check_kit.draw(verify)
+    ck = make_check(tmp_path, verify)
+    (ck.check_dir / "draw.json").write_text(json.dumps({**d, "reference": None}))
+    v = Verification(ck)
+    assert v.knobs == d["knobs"] and v.secret == d["secret"] and not (ck.check_dir / "draw.json").exists()
+    live = v.reference()
+    payload = json.loads(json.dumps(ck.verdict()["bank"], sort_keys=True))  # as the frame carries it
+    assert ck.evidence["reference_s"] > 0 and not ck.evidence.get("reference_banked")
+    v.reference(files={"extra.txt": b"x"})  # not the plain run: nothing more for the bank
+    assert ck.bank is not None and json.loads(json.dumps(ck.bank, sort_keys=True)) == payload
+
+    shutil.rmtree(tmp_path / "ws")
+    shutil.rmtree(tmp_path / "checks")
+    shutil.rmtree(tmp_path / "scratch")
+    ck = make_check(tmp_path, verify)
+    (ck.check_dir / "draw.json").write_text(json.dumps({**d, "reference": payload}))
+    v = Verification(ck)
+    (ck.check_dir / "reference").rename(tmp_path / "gone")  # a reference run would fail now
+    banked = v.reference()
+    assert ck.evidence["reference_banked"] and ck.evidence["reference_s"] == 0.0 and ck.bank is None
+    assert banked.results() == live.results() and banked.res.peak_rss_mb == live.res.peak_rss_mb
+    assert all(torch.equal(banked.states[0][k], live.states[0][k]) for k in live.states[0])
+    run = v.driver(v.production())
+    assert v.require_report(run, "fit") and v.compare(run, banked, "fit"), ck.reasons
+    with pytest.raises(FileNotFoundError):  # the second, non-plain reference run is live
+        v.reference(files={"extra.txt": b"x"})
+
+
+def test_a_forward_of_an_empty_batch_is_consumed_as_no_rows(tmp_path: Path) -> None:
+    """A rank out of data may run a forward of zero rows (an empty batch keeps the collectives
+    in step): the meter counts a forward of no rows instead of failing the rank."""
+    emptied = "x = data[step][rank::world_size][: 0 if rank and step == 0 else None]"
+    files = {"config.py": WORKSPACE["config.py"] + "    world_size: int = 2\n",
+             "train.py": SHARDED.replace("x = data[step] if REPLICATED else data[step][rank::world_size]",
+                                         emptied)
+             .replace("m(x).pow(2).mean()", "m(x).pow(2).sum() / 4")}
+    ck = make_check(tmp_path, {"knobs": {"seed": [3]}, "world_size": 2, "call": ["cfg", "rank", "world_size"],
+                               "set": {"world_size": "$world"}, "process_group_timeout_s": 10}, files)
+    v = Verification(ck)
+    run = v.driver(ck.workspace)
+    assert v.require_report(run, "fit"), ck.reasons
+    prints = run.reports[1]["consumed"]["prints"]
+    assert prints[0] == [] and all(len(p) == 4 for p in prints[1:])

@@ -15,10 +15,10 @@ from sandbox_env.models import Outcome
 from sandbox_env.sandbox.base import SandboxUnavailable
 from sandbox_env.sandbox.outcome import OOM_NOTE, OutputCap, cap_output, classify_run, infra_run, run_result
 from sandbox_env.sandbox.verification import (
+    CheckInputs,
     check_files,
     infra_verdict,
     verdict_from_check,
-    write_check_files,
 )
 from sandbox_env.suite.tasks import TaskRegistry
 
@@ -65,7 +65,7 @@ def test_check_files_carry_the_checks_and_the_runtime(toy_tasks: TaskRegistry, t
     kit = kit_files()
     assert "check.py" in files and kit and all(files[name] == data for name, data in kit.items())
     assert not any("__pycache__" in p for p in files)
-    write_check_files(task, tmp_path / "checks")
+    CheckInputs(task).write(tmp_path / "checks")
     assert all((tmp_path / "checks" / name).read_bytes() == data for name, data in kit.items())
 
 

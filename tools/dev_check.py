@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from sandbox_env.kit.verdict_protocol import parse_verdict  # noqa: E402
-from sandbox_env.sandbox.verification import write_check_files  # noqa: E402
+from sandbox_env.sandbox.verification import CheckInputs  # noqa: E402
 from sandbox_env.suite.tasks import load_task  # noqa: E402
 
 
@@ -39,7 +39,7 @@ def prepare(task: Path, patch: Path | None, dst: Path) -> None:
 def verify(task: Path, ws: Path) -> tuple[dict | None, str, float]:
     with tempfile.TemporaryDirectory() as cd:
         cdir = Path(cd) / "checks"
-        write_check_files(load_task(task.resolve()), cdir)
+        CheckInputs(load_task(task.resolve())).write(cdir)
         (Path(cd) / "prod").mkdir()
         env = {**os.environ, "SANDBOX_PRODUCTION_ROOT": str(Path(cd) / "prod")}
         nonce = secrets.token_hex(8)

@@ -41,6 +41,23 @@ def walk(node: ast.AST) -> list[ast.AST]:
     return out
 
 
+def _folded_false(e: ast.AST) -> bool:
+    return (isinstance(e, ast.Constant) and not e.value) or (
+        isinstance(e, ast.BoolOp) and isinstance(e.op, ast.And) and any(_folded_false(v) for v in e.values))
+
+
+def live_nodes(node: ast.AST) -> list[ast.AST]:
+    """The nodes under ``node`` without the bodies of ``if`` tests that are false constants (as
+    environment.specialise leaves the code it folded): what can run."""
+    out, todo = [], [node]
+    while todo:
+        n = todo.pop()
+        out.append(n)
+        kids = n.orelse if isinstance(n, ast.If) and _folded_false(n.test) else list(ast.iter_child_nodes(n))
+        todo += [k for k in kids if isinstance(k, ast.AST)]
+    return out
+
+
 def nodes(tree: ast.AST) -> list[ast.AST] | tuple[ast.AST, ...]:
     """Every node of ``tree`` in ``ast.walk`` order: a parsed module's index when ``tree`` is one
     (computed once per text), else a fresh walk."""

@@ -13,11 +13,20 @@ it by the host from task.toml) and calls, in this order:
   is not one; runs there also see a deployment's environment, ``deployment_env``: a scheduler's
   job variables, a service user, no ``timeout`` in the process chain. Code that behaves
   differently in the agent's runs and in a deployment is exercised both ways).
-- ``driver(where)``: the kit driver (``kit_driver.py``) with the drawn knobs, the task's world
-  size and timeout, from ``where``.
+- ``driver(where)``: the kit driver (``kit_driver.py``) with the drawn knobs, the drawn world
+  size (``world_sizes``: code that is right only at the repo's world size is run at others) and
+  the timeout (scaled with the world size), from ``where``.
+
+The draw (knobs, world size, the probes' secret) is ``draw(verify)``; where the host keeps a bank
+of reference results (``sandbox_env/sandbox/reference_bank.py``) it draws instead and hands the
+draw in ``draw.json`` (root-only, read and removed before any agent code runs), with the
+reference fix's results under that draw when an earlier verification computed them: then
+``reference()`` does not run the reference fix again. A live reference run's results go back to
+the host in the verdict frame (``Check.bank``), never through anything agent code can reach.
 
 And judges with ``compare_tree`` (results vs the reference, with tolerances), ``compare_states``
-(trained parameters vs the reference), ``replica_diffs`` (ranks vs rank 0), ``require_run``
+(trained parameters vs the reference), ``replica_diffs`` (ranks vs rank 0), ``compare_consumption``
+(what each rank trained on vs the reference's ranks: shards, not replicated work), ``require_run``
 (exit status, time, peak RSS from outside) and ``require_report`` (the driver's report:
 tampering, errors, shape). Standard library only at import; torch is imported lazily to read
 the trained states.
@@ -25,7 +34,9 @@ the trained states.
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import io
 import json
 import math
 import os
@@ -50,11 +61,65 @@ except ImportError:  # beside check.py in the verifier
 DRIVER = "kit_driver.py"
 DRIVER_FILES = ("kit_driver.py", "tamper_guard.py")  # what a driver child needs of the check dir
 _RNG = secrets.SystemRandom()
+SHARE_SLACK = 1.25  # rows a rank may train on, over the reference's rank (padding, ragged ends)
+OVERLAP_SLACK = 0.2  # share of a rank's rows another rank got in the same step, over the reference's
 
 
 def draw_knobs(choices: dict[str, list[Any]], rng: Any = _RNG) -> dict[str, Any]:
     """One value per knob, drawn uniformly and freshly (os.urandom) from the task's choices."""
     return {name: rng.choice(values) for name, values in sorted(choices.items())}
+
+
+def draw(verify: dict[str, Any], rng: Any = _RNG) -> dict[str, Any]:
+    """One verification's draw from a task's ``[verify]``: knobs, world size (from
+    ``world_sizes`` where the task has them, else its ``world_size``) and the probes' secret."""
+    base = int(verify.get("world_size", 0))
+    return {"knobs": draw_knobs(verify.get("knobs", {}), rng),
+            "world": int(rng.choice(verify["world_sizes"])) if verify.get("world_sizes") else base,
+            # a number of this draw only, for probes that make a measurement numerically visible
+            "secret": round(rng.uniform(0.02, 0.06), 6)}
+
+
+def _banked_draw(check_dir: Path) -> dict[str, Any] | None:
+    """The host's draw for this verification (``draw.json``), removed once read."""
+    path = check_dir / "draw.json"
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text())
+    try:
+        path.unlink()
+    except OSError:  # a read-only check dir (process mode): children never see it
+        pass
+    return data
+
+
+def _pack(run: DriverRun) -> dict[str, Any]:
+    """A successful reference run as the host keeps it: reports, states, what was measured."""
+    import torch
+
+    states = {}
+    for r, st in run.states.items():
+        buf = io.BytesIO()
+        torch.save(st, buf)
+        states[str(r)] = base64.b64encode(buf.getvalue()).decode()
+    # the reports as a JSON text: the verdict frame sorts keys, and reasons follow their order
+    return {"reports": json.dumps({str(r): rep for r, rep in run.reports.items()}), "states": states,
+            "peak_rss_mb": run.res.peak_rss_mb, "duration_s": run.res.duration_s}
+
+
+def _unpack(payload: dict[str, Any]) -> DriverRun:
+    import torch
+
+    res = ChildResult(argv=["reference (banked)"], returncode=0, signal=None, output="",
+                      peak_rss_mb=float(payload["peak_rss_mb"]), duration_s=float(payload["duration_s"]),
+                      timed_out=False)
+    run = DriverRun(res, reports={int(r): rep for r, rep in json.loads(payload["reports"]).items()})
+    for r, b64 in payload["states"].items():
+        run.states[int(r)] = torch.load(io.BytesIO(base64.b64decode(b64)), weights_only=True)
+    return run
+
+
+BANK_PAYLOAD_MAX = 2_000_000  # bytes of a reference run's results sent back to the host's bank
 
 
 def close(a: Any, b: Any, atol: float, rtol: float) -> bool:
@@ -143,10 +208,15 @@ class Verification:
         self.ck = ck
         self.spec = json.loads((ck.check_dir / "verify.json").read_text())
         v = self.spec["verify"]
-        self.knobs = draw_knobs(v.get("knobs", {}))
-        # a number of this verification only, for probes that make a measurement numerically visible
-        self.secret = round(_RNG.uniform(0.02, 0.06), 6)
-        self.world = int(v.get("world_size", 0))
+        banked = _banked_draw(ck.check_dir)
+        drawn = banked or draw(v)
+        self.drawn, self.entry, self.referenced = drawn, dict(self.spec["entry"]), False
+        self.knobs, self.world = dict(drawn["knobs"]), int(drawn["world"])
+        self.secret = float(drawn["secret"])
+        self.banked_reference = (banked or {}).get("reference")  # the reference's results under this draw
+        self.bank_wanted = banked is not None and not self.banked_reference
+        base = int(v.get("world_size", 0))
+        self.time_scale = max(1.0, self.world / base) if base else 1.0
         self.private = ck.private_dir or ck.scratch / "private"
         self.private.mkdir(mode=0o700, exist_ok=True)
         self.pristine = self.private / "workspace"
@@ -155,6 +225,8 @@ class Verification:
         self.runs = 0
         self.deployment = deployment_env(v["production_dir"], self.world)
         ck.evidence["knobs"] = self.knobs
+        if v.get("world_sizes"):
+            ck.evidence["world_size"] = self.world
         ck.evidence["deployment_env"] = sorted(self.deployment)
 
     # -- children ---------------------------------------------------------------------------
@@ -180,7 +252,8 @@ class Verification:
         out.mkdir()
         spec = {"workspace": str(where), "out": str(out), "knobs": self.knobs,
                 "config": self.spec["entry"]["config"], "train": self.spec["entry"]["train"],
-                "call": v.get("call", ["cfg"]), "world_size": self.world, "set": v.get("set", {}),
+                "call": v.get("call", ["cfg"]), "world_size": self.world,
+                "set": {k: self.world if x == "$world" else x for k, x in v.get("set", {}).items()},
                 "process_group": v.get("process_group_timeout_s"), "probe": v.get("probe"),
                 "secret": self.secret, "torch": v.get("torch", True)}
         spec_path = self.ck.scratch / f"spec-{name}.json"
@@ -189,9 +262,9 @@ class Verification:
         driver = (self.ck.driver_dir or self.ck.check_dir) / DRIVER
         # started as the agent's own runs start python (shell, time limit, data cap): only the
         # script, its argument and what it imports before agent code differ
+        limit = float(v.get("timeout_s", 120)) * self.time_scale
         res = self.ck.run_as_agent(f"python {shlex.quote(str(driver))} {shlex.quote(str(spec_path))}",
-                                   cwd=where, timeout_s=float(v.get("timeout_s", 120)),
-                                   limit_s=float(v.get("timeout_s", 120)),
+                                   cwd=where, timeout_s=limit, limit_s=limit,
                                    data_limit_mb=self.spec.get("data_mb"), **self._where(where))
         run = DriverRun(res)
         try:
@@ -215,10 +288,23 @@ class Verification:
         spec_path.unlink(missing_ok=True)
         return run
 
-    def reference(self) -> DriverRun:
-        """The reference fix under the same knobs, before any agent code; nothing stays on disk."""
+    def reference(self, files: dict[str, bytes] | None = None) -> DriverRun:
+        """The reference fix under the same knobs, before any agent code; nothing stays on disk.
+        ``files`` (relative path -> bytes) are added to its copy first (a checkpoint the run
+        must read). The first plain call under the drawn knobs and entry points is the one the
+        host's bank serves (its results, no run) or collects."""
+        plain = (files is None and not self.referenced and self.knobs == self.drawn["knobs"]
+                 and self.spec["entry"] == self.entry)
+        self.referenced = True
+        if plain and self.banked_reference:
+            self.ck.evidence["reference_s"] = 0.0
+            self.ck.evidence["reference_banked"] = True
+            return _unpack(self.banked_reference)
         where = self.ck.scratch / "reference"
         shutil.copytree(self.ck.check_dir / "reference", where)
+        for rel, data in (files or {}).items():
+            (where / rel).parent.mkdir(parents=True, exist_ok=True)
+            (where / rel).write_bytes(data)
         try:
             run = self._driver(where, "reference")
         finally:
@@ -230,7 +316,12 @@ class Verification:
             why = run.unreadable or json.dumps(run.reports)[-1500:]
             raise RuntimeError(f"the reference run failed (knobs {self.knobs}, exit {run.res.returncode}): "
                                f"{why}\n{run.res.tail(30)}")
-        self.ck.evidence["reference_s"] = run.res.duration_s
+        ev = self.ck.evidence
+        ev["reference_s"] = round(float(ev.get("reference_s", 0.0)) + run.res.duration_s, 3)
+        if plain and self.bank_wanted:
+            payload = _pack(run)
+            if len(json.dumps(payload)) <= BANK_PAYLOAD_MAX:
+                self.ck.bank = payload
         return run
 
     def driver(self, where: Path) -> DriverRun:
@@ -286,6 +377,8 @@ class Verification:
             return
         if judge is not None and not judge(self, run, ref):
             return
+        if self.world > 1 and not self.compare_consumption(run, ref):
+            return
         if self.world > 1:
             diffs = replica_diffs(run.states)
             tol = float(self.spec["verify"].get("replica_atol", 1e-6))
@@ -329,8 +422,9 @@ class Verification:
         tampered = sorted({t for rep in run.reports.values() for t in rep.get("tampered") or []})
         if tampered:
             ck.evidence["tampered"] = tampered[:20]
-            ck.fail("workspace code replaced torch (or standard library) functions the verification relies "
-                    f"on: {', '.join(tampered[:8])}; monkeypatching is not a fix")
+            ck.fail("workspace code changed torch (or standard library) behaviour for the whole process: "
+                    f"{'; '.join(tampered[:6])}; monkeypatching and process-wide hooks or switches are "
+                    "not a fix")
             return False
         errors = {r: rep["error"] for r, rep in run.reports.items() if rep.get("error")}
         if errors:
@@ -349,6 +443,38 @@ class Verification:
             ck.fail(f"{what} exited without a result from rank(s) {missing}: the process ended before "
                     f"the training function returned; last output:\n{run.res.tail()}")
             return False
+        return True
+
+    def compare_consumption(self, got: DriverRun, ref: DriverRun) -> bool:
+        """Each rank trained on its own share of the data, as in the reference run: no more rows
+        than the reference's rank did (x SHARE_SLACK), and, forward by forward, no more of them
+        also given to another rank's same forward than in the reference run (+ OVERLAP_SLACK):
+        replicated work, every rank training on the global batch, gives equal averaged gradients
+        while each rank does the whole job."""
+        def shares(run: DriverRun) -> dict[int, tuple[int, float]]:
+            seen = {r: (rep.get("consumed") or {}) for r, rep in run.reports.items()}
+            calls = {r: c.get("prints") or [] for r, c in seen.items()}
+            out = {}
+            for r, mine in calls.items():
+                total = shared = 0
+                for i, rows in enumerate(mine):
+                    others = set().union(*(set(c[i]) for q, c in calls.items() if q != r and i < len(c)))
+                    total += len(rows)
+                    shared += sum(1 for x in rows if x in others)
+                out[r] = (int(seen[r].get("rows") or 0), shared / total if total else 0.0)
+            return out
+
+        mine, want = shares(got), shares(ref)
+        self.ck.evidence["rows_per_rank"] = {str(r): mine.get(r, (0, 0.0))[0] for r in want}
+        for r, (ref_rows, ref_shared) in sorted(want.items()):
+            rows, shared = mine.get(r, (0, 0.0))
+            if rows > ref_rows * SHARE_SLACK or shared > ref_shared + OVERLAP_SLACK:
+                self.ck.fail(
+                    f"rank {r} trained on {rows} rows, {shared:.0%} of them given to another rank in the "
+                    f"same step, where the reference fix's rank {r} trained on {ref_rows} "
+                    f"({ref_shared:.0%}): with {self.world} ranks each rank must train on its own share of "
+                    "the data, not repeat the other ranks' work")
+                return False
         return True
 
     def compare(self, got: DriverRun, ref: DriverRun, what: str) -> bool:

@@ -61,6 +61,7 @@ class Check:
     child_uid: int | None = None  # when the check runs as root: children run as this uid
     driver_dir: Path | None = None  # readable copies of the check's *.py for children
     private_dir: Path | None = None  # the check's own files, out of children's reach (see _split)
+    bank: dict[str, Any] | None = None  # a live reference run's results, for the host's bank
 
     # -- running agent code -------------------------------------------------------------
     def run(
@@ -181,6 +182,7 @@ class Check:
             "outcome": "passed" if passed else self.outcome,
             "reasons": self.reasons,
             "evidence": self.evidence,
+            **({"bank": self.bank} if self.bank is not None else {}),
         }
 
     def _copy_drivers(self, dest: Path) -> None:

@@ -15,6 +15,13 @@ watching; then it builds ``dataclasses.replace(Config(), **knobs, **set)``, call
 and writes ``rank{r}.json`` (the return value as a tree of numbers, the paths of returned
 tensors still attached to an autograd graph, the probe's report, the guard's findings, the
 error) and ``rank{r}.pt`` (the state_dict of every module in the return value, full tensors).
+
+With several ranks, each also reports what it trained on (``consumed``): a fingerprint of every
+row given to a top-level module forward in training mode with grad, taken by a global module
+hook of the verification's own; the check compares what each rank consumed with the reference
+run's (a rank that trains on every rank's data does the whole job: data parallelism is not that).
+The guard also compares torch's process-wide state with its snapshot after the workspace is
+imported and when ``train`` returns, and switches every returned module to eval mode and back.
 """
 
 from __future__ import annotations
@@ -100,6 +107,57 @@ def _state(module: Any) -> dict[str, Any]:
     return out
 
 
+class Consumption:
+    """Fingerprints of the rows each top-level forward in training mode (with grad) is given,
+    forward by forward (the ranks' n-th forwards are the same step's)."""
+
+    LIMIT = 200_000  # fingerprints kept (rows counted beyond)
+
+    def __init__(self, guard: Any) -> None:
+        import torch
+        import torch.nn.modules.module as module_mod
+
+        self.torch, self.depth, self.rows, self.kept = torch, 0, 0, 0
+        self.prints: list[list[int]] = []  # per forward, in order
+        compiling = torch.compiler.is_compiling
+
+        def pre(module: Any, args: Any) -> None:
+            if compiling():
+                return
+            self.depth += 1
+            if self.depth == 1 and module.training and torch.is_grad_enabled():
+                self.take(args)
+
+        def post(module: Any, args: Any, output: Any) -> None:
+            if not compiling():
+                self.depth = max(0, self.depth - 1)
+
+        h1 = module_mod.register_module_forward_pre_hook(pre)
+        h2 = module_mod.register_module_forward_hook(post, always_call=True)
+        guard.own(module_mod._global_forward_pre_hooks, h1.id, pre)
+        guard.own(module_mod._global_forward_hooks, h2.id, post)
+
+    def take(self, args: Any) -> None:
+        t = next((a for a in args if isinstance(a, _Tensor) and a.dim() >= 1), None)
+        if t is None:
+            return
+        if t.numel() == 0:  # an empty batch (a rank out of data): a forward of no rows
+            self.prints.append([])
+            return
+        rows = t.detach().reshape(t.shape[0], -1)
+        self.rows += int(rows.shape[0])
+        if self.kept < self.LIMIT:
+            flat = rows.to(self.torch.float64)
+            # a cheap fingerprint of each row: two weighted sums (equal rows give equal prints)
+            w = self.torch.arange(1, flat.shape[1] + 1, dtype=self.torch.float64)
+            a, b = flat.sum(1).tolist(), (flat * w).sum(1).tolist()
+            self.prints.append([hash((round(x, 9), round(y, 9))) for x, y in zip(a, b, strict=True)])
+            self.kept += len(a)
+
+    def report(self) -> dict[str, Any]:
+        return {"rows": self.rows, "prints": self.prints}
+
+
 def _load(target: str) -> Any:
     mod, _, attr = target.partition(":")
     return getattr(importlib.import_module(mod), attr)
@@ -109,7 +167,7 @@ def run_rank(rank: int | None, world: int, spec: dict[str, Any]) -> int:
     """One rank (or the single process): returns the exit code."""
     ctx: dict[str, Any] = {"rank": rank, "world_size": world, "spec": spec, "modules": [],
                            "attached": []}
-    if spec.get("torch", True):  # in each rank: a spawned rank imports this file afresh
+    if spec.get("torch", True):  # in each rank, before agent code
         _bind_torch()
     probe = None
     if spec.get("probe"):
@@ -122,7 +180,9 @@ def run_rank(rank: int | None, world: int, spec: dict[str, Any]) -> int:
     guard = TamperGuard() if spec.get("torch", True) else TamperGuard(modules=())
     if probe is not None:
         probe.install(ctx)
+        guard.adopt()
     guard.watch()
+    meter = Consumption(guard) if world and spec.get("torch", True) else None
     for d, names in _BEFORE.items():
         for name in set(os.listdir(d)) - names:
             path = os.path.join(d, name)
@@ -136,6 +196,7 @@ def run_rank(rank: int | None, world: int, spec: dict[str, Any]) -> int:
     try:
         config_cls = _load(spec["config"])
         train = _load(spec["train"])
+        guard.state_changes("after the workspace was imported")
         fields = {f.name for f in dataclasses.fields(config_cls)}
         values = {**spec["knobs"], **spec.get("set", {})}
         values = {k: (spec["port"] if v == "$port" else v) for k, v in values.items()}
@@ -156,6 +217,7 @@ def run_rank(rank: int | None, world: int, spec: dict[str, Any]) -> int:
         start = time.monotonic()
         result = train(*[args[a] for a in spec["call"]])
         report["train_s"] = round(time.monotonic() - start, 3)
+        guard.state_changes("when training returned")
         ctx["result"] = result
         report["result"] = summarize(result, "", ctx)
         report["attached"] = list(ctx["attached"])
@@ -168,6 +230,9 @@ def run_rank(rank: int | None, world: int, spec: dict[str, Any]) -> int:
             report["state_of"] = path
         if _save is not None:
             _save(states, os.path.join(out, f"rank{rank or 0}.pt"))
+        if meter is not None:
+            report["consumed"] = meter.report()
+        guard.mode_switch([m for _, m in ctx["modules"]])
     except BaseException as exc:
         report["error"] = "".join(traceback.format_exception(exc))[-3000:]
         if probe is not None and hasattr(probe, "report") and "probe" not in report:
@@ -217,10 +282,15 @@ def main() -> int:
         sys.stderr.flush()
         os._exit(code)
     spec["port"] = _free_port()
+    # the ranks are forked from this process once it has imported torch and its distributed
+    # stack (no torch op has run here, so no thread pool exists to be forked): each rank starts
+    # without paying for those imports, and imports the workspace and the probe itself
+    import torch.distributed
     import torch.multiprocessing as mp
+    import torch.nn.parallel  # noqa: F401
 
     try:
-        mp.spawn(_spawned, args=(world, spec), nprocs=world, join=True)
+        mp.start_processes(_spawned, args=(world, spec), nprocs=world, join=True, start_method="fork")
     except Exception as exc:  # a rank failed: its report says how
         print(f"kit_driver: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1

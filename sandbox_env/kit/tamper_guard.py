@@ -10,8 +10,16 @@ that was replaced, every attribute added to a guarded class, and every guarded f
 code or defaults were changed in place, since then; ``watch()`` checks
 at every module forward and optimizer step (through hooks it registers), so a patch that is
 undone before training returns is caught too, and the removal of those hooks is itself a
-change. Runs in the check's driver children (it imports torch, unless the project is torch-free:
-``TamperGuard(modules=())``); the check never imports it.
+change.
+
+Process-wide state is guarded too: hooks registered in torch's global registries (module
+forward/backward and registration hooks, optimizer step hooks) by code outside torch, and the
+state every module and step runs under (grad mode, inference mode, saved-tensor default hooks,
+torch function and dispatch modes): ``state_changes(when)`` compares it with the snapshot at an
+entry point (after the workspace is imported, at every optimizer step, when training returns),
+and ``mode_switch(modules)`` checks that putting a module into eval mode and back changes none
+of it. Runs in the check's driver children (it imports torch, unless the project is
+torch-free: ``TamperGuard(modules=())``); the check never imports it.
 """
 
 from __future__ import annotations
@@ -40,6 +48,14 @@ MODULES = (
 )
 STDLIB = ("builtins", "json", "json.encoder", "os", "math", "time", "gc", "weakref", "io", "pickle",
           "copyreg", "dataclasses", "traceback")
+# torch's global hook registries: a hook there runs for every module or optimizer of the process
+HOOK_REGISTRIES = {
+    "torch.nn.modules.module": ("_global_forward_pre_hooks", "_global_forward_hooks",
+                                "_global_backward_pre_hooks", "_global_backward_hooks",
+                                "_global_module_registration_hooks", "_global_parameter_registration_hooks",
+                                "_global_buffer_registration_hooks"),
+    "torch.optim.optimizer": ("_global_optimizer_pre_hooks", "_global_optimizer_post_hooks"),
+}
 CHECK_EVERY_S = 0.25  # while training runs: a patch that lives longer than this is seen (~25 ms a check)
 SKIP_NAMES = {"__dict__", "__weakref__", "__doc__", "__annotations__", "__parameters__",
               "__abstractmethods__", "_abc_impl", "__slotnames__", "__wrapped__"}
@@ -103,6 +119,9 @@ class TamperGuard:
             self._take(modules, stdlib)
         self.found: list[str] = []
         self._hooks: list[tuple[dict, int, Any]] = []
+        self.registries = self._registries()
+        self.hooks_before = {name: set(reg) for name, reg in self.registries.items()}
+        self.state = self.process_state()
 
     def _take(self, modules: tuple[str, ...], stdlib: tuple[str, ...]) -> None:
         self.objects: dict[str, Any] = {}
@@ -142,6 +161,93 @@ class TamperGuard:
                     out[(key, attr)] = (fn.__code__, fn.__defaults__, dict(fn.__kwdefaults__ or {}))
         return out
 
+    def _registries(self) -> dict[str, dict]:
+        if "torch" not in self.objects:
+            return {}
+        out = {}
+        for mod, names in HOOK_REGISTRIES.items():
+            m = importlib.import_module(mod)
+            for name in names:
+                reg = getattr(m, name, None)
+                if isinstance(reg, dict):
+                    out[f"{mod}.{name}"] = reg
+        return out
+
+    def own(self, registry: dict, key: int, fn: Any) -> None:
+        """A hook of the verification's own (its removal is a change; its presence is not)."""
+        self._hooks.append((registry, key, fn))
+
+    def adopt(self) -> None:
+        """Every hook registered since the snapshot is the verification's own (a probe's, installed
+        before agent code is imported)."""
+        for name, reg in self.registries.items():
+            for key, fn in list(reg.items()):
+                if key not in self.hooks_before[name]:
+                    self.own(reg, key, fn)
+
+    def _foreign_hooks(self) -> list[str]:
+        """Hooks registered in torch's global registries since the snapshot by code outside torch."""
+        if not self.registries:  # a torch-free project: nothing to look at
+            return []
+        owned = {(id(reg), key) for reg, key, _ in self._hooks}
+        torch_dir = os.path.dirname(os.path.abspath(sys.modules["torch"].__file__ or "")) + os.sep
+        bad = []
+        for name, reg in self.registries.items():
+            for key, hook in list(reg.items()):
+                if key in self.hooks_before[name] or (id(reg), key) in owned:
+                    continue
+                fn = getattr(hook, "func", hook)  # a functools.partial
+                code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+                if code is not None and code.co_filename.startswith(torch_dir):
+                    continue  # torch's own (e.g. a tracer's, for the duration of a trace)
+                bad.append(f"{name} (a process-wide hook was registered: "
+                           f"{getattr(fn, '__qualname__', type(fn).__name__)})")
+        return bad
+
+    @staticmethod
+    def process_state() -> dict[str, Any]:
+        """What every module and optimizer step of the process runs under."""
+        torch = sys.modules.get("torch")
+        if torch is None:
+            return {}
+        return {"grad mode": torch.is_grad_enabled(),
+                "inference mode": torch.is_inference_mode_enabled(),
+                "saved-tensor default hooks": torch._C._autograd._top_saved_tensors_default_hooks(False)
+                is not None,
+                "torch function modes": torch._C._len_torch_function_stack(),
+                "torch dispatch modes": torch._C._len_torch_dispatch_stack()}
+
+    def state_changes(self, when: str, *, grad_mode: bool = True) -> list[str]:
+        """The process-wide state that differs from the snapshot's at an entry point (``when``:
+        e.g. "after importing the workspace"); remembered like ``check()``'s findings."""
+        now = self.process_state()
+        bad = [f"{k}: {_state_text(k, now[k])} {when} (before: {_state_text(k, v)})"
+               for k, v in self.state.items() if now.get(k) != v and (grad_mode or k != "grad mode")]
+        self._remember(bad)
+        return bad
+
+    def mode_switch(self, modules: list[Any]) -> list[str]:
+        """Put each module into eval mode and back: torch's process-wide state must not move."""
+        bad = []
+        for m in modules:
+            before, was = self.process_state(), bool(getattr(m, "training", True))
+            try:
+                m.eval()
+                after = self.process_state()
+            finally:
+                m.train(was)
+            name = type(m).__name__
+            bad += [f"switching {name} to eval mode changed torch's {k} for the whole process "
+                    f"({_state_text(k, before[k])} -> {_state_text(k, after[k])})"
+                    for k in before if after.get(k) != before[k]]
+        self._remember(bad)
+        return bad
+
+    def _remember(self, items: list[str]) -> None:
+        for item in items:
+            if item not in self.found:
+                self.found.append(item)
+
     def changes(self) -> list[str]:
         """Guarded attributes replaced (callables) or added (on classes) since the snapshot, and
         guarded functions whose code or defaults were changed in place."""
@@ -177,16 +283,14 @@ class TamperGuard:
         for registry, key, fn in self._hooks:
             if registry.get(key) is not fn:
                 bad.append("the verification's hooks (removed)")
+        bad += self._foreign_hooks()
         return sorted(set(bad))
 
     def check(self) -> list[str]:
         """``changes()``, remembered: a change seen once stays reported after it is undone."""
         with warnings.catch_warnings():  # deprecated torch aliases warn when looked at
             warnings.simplefilter("ignore")
-            changes = self.changes()
-        for item in changes:
-            if item not in self.found:
-                self.found.append(item)
+            self._remember(self.changes())
         return list(self.found)
 
     def watch(self) -> None:
@@ -209,13 +313,21 @@ class TamperGuard:
                 last[0] = now
                 self.check()
 
-        def on_step(*_: Any) -> None:
+        def on_step(*_: Any) -> None:  # a step runs outside any forward: no mode, no saved-tensor hooks
             on_forward()
+            self.state_changes("at an optimizer step", grad_mode=False)
 
         h1 = module_mod.register_module_forward_pre_hook(on_forward)
         h2 = optim_mod.register_optimizer_step_pre_hook(on_step)
-        self._hooks = [(module_mod._global_forward_pre_hooks, h1.id, on_forward),
-                       (optim_mod._global_optimizer_pre_hooks, h2.id, on_step)]
+        self.own(module_mod._global_forward_pre_hooks, h1.id, on_forward)
+        self.own(optim_mod._global_optimizer_pre_hooks, h2.id, on_step)
+
+
+def _state_text(key: str, value: Any) -> str:
+    if isinstance(value, bool):
+        return ("enabled" if value else "disabled") if key.endswith("mode") else \
+            ("installed" if value else "not installed")
+    return f"{value} active"
 
 
 _MISSING = object()

@@ -19,7 +19,8 @@ from ..models import Limits, RunResult, Verdict
 from ..suite.tasks import TaskSpec
 from ..workspace import Workspace
 from .outcome import run_result
-from .verification import CHECK_BUDGET_S, CHECK_OUTPUT_CAP, new_nonce, verdict_from_check, write_check_files
+from .reference_bank import ReferenceBank
+from .verification import CHECK_BUDGET_S, CHECK_OUTPUT_CAP, CheckInputs, new_nonce
 
 
 def _child_env(limits: Limits, home: Path) -> dict[str, str]:
@@ -31,6 +32,9 @@ class LocalSandbox:
     """Host-process sandbox (see module docstring for why it is not isolated)."""
 
     mode = "local"
+
+    def __init__(self) -> None:
+        self.bank = ReferenceBank(self.provenance())
 
     # -- lifecycle (SandboxBackend) -------------------------------------------------------
     @classmethod
@@ -77,7 +81,8 @@ class LocalSandbox:
             home = Path(tmp) / "home"
             home.mkdir()
             workspace.write_to(root, blobs=False)  # the fix only: no run leftovers
-            write_check_files(task, checks)
+            inputs = CheckInputs(task, self.bank)
+            inputs.write(checks)
             nonce = new_nonce()
             prod = Path(tmp) / "production"  # the host's /srv is not ours: a stand-in root
             prod.mkdir()
@@ -85,8 +90,8 @@ class LocalSandbox:
             res = run_child([sys.executable, str(checks / "check.py"), "--workspace", str(root)],
                             cwd=Path(tmp), env=env, timeout_s=CHECK_BUDGET_S,
                             stdin=(nonce + "\n").encode(), output_cap=CHECK_OUTPUT_CAP)
-        return verdict_from_check(res.output, nonce, exit_code=res.returncode,
-                                  duration_s=res.duration_s, source="local", timed_out=res.timed_out)
+        return inputs.verdict(res.output, nonce, exit_code=res.returncode,
+                              duration_s=res.duration_s, source="local", timed_out=res.timed_out)
 
     def close(self) -> None:
         return None

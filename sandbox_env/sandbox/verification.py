@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ..kit.verdict_protocol import parse_verdict
 from ..models import Outcome, Verdict
 from ..suite.tasks import TaskSpec, check_files, verify_data  # noqa: F401  (check_files: re-exported)
+from .reference_bank import ReferenceBank
 
 CHECK_BUDGET_S = 600.0  # wall time of one verification
 CHECK_OUTPUT_CAP = 4_000_000  # bytes of a check's stdout kept for parsing
@@ -32,21 +35,42 @@ def new_nonce() -> str:
     return secrets.token_hex(16)
 
 
-def write_check_files(task: TaskSpec, dest: Path) -> None:
-    """Write ``check_files(task)`` under ``dest``."""
-    for rel, data in check_files(task).items():
-        path = dest / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
+class CheckInputs:
+    """What one verification's check is given: ``check_files(task)`` and, where the sandbox keeps
+    a reference bank, this verification's draw (``draw.json``); ``verdict`` reads the check's
+    answer and hands a live reference run's results back to the bank."""
+
+    def __init__(self, task: TaskSpec, bank: ReferenceBank | None = None) -> None:
+        self.files = check_files(task)
+        self.bank = bank
+        self.draw = bank.take(self.files) if bank is not None else None
+        if self.draw is not None:
+            self.files["draw.json"] = self.draw.file()
+
+    def write(self, dest: Path) -> None:
+        for rel, data in self.files.items():
+            path = dest / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+
+    def verdict(self, stdout: str, nonce: str, **kw: Any) -> Verdict:
+        keep = (lambda payload: self.bank.keep(self.draw, payload)) if self.bank is not None else None
+        return verdict_from_check(stdout, nonce, keep=keep, **kw)
 
 
 def verdict_from_check(stdout: str, nonce: str, *, exit_code: int | None, duration_s: float,
-                       source: str, timed_out: bool = False) -> Verdict:
-    """Turn a check's stdout into a Verdict; anything unparseable is an infra error."""
+                       source: str, timed_out: bool = False,
+                       keep: Callable[[Any], None] | None = None) -> Verdict:
+    """Turn a check's stdout into a Verdict; anything unparseable is an infra error. ``keep``
+    receives the results of a reference run the check made for the host's bank, if any."""
     if timed_out:
         return Verdict(passed=False, outcome=Outcome.infra_error, duration_s=duration_s,
                        source=source, reasons=["the hidden check exceeded its time budget"])
     data = parse_verdict(stdout, nonce)
+    if data is not None:
+        bank = data.pop("bank", None)
+        if bank is not None and keep is not None:
+            keep(bank)
     if data is None:
         tail = "\n".join(stdout.strip().splitlines()[-20:])
         return Verdict(passed=False, outcome=Outcome.infra_error, duration_s=duration_s,

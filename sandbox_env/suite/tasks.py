@@ -111,6 +111,9 @@ class Verify(BaseModel):
     knobs: dict[str, list[Knob]] = Field(default_factory=dict)
     # how the kit driver calls ``entry.train`` (check_kit / kit_driver)
     world_size: int = Field(default=0, ge=0, le=8)  # 0: one process; N: N gloo ranks
+    # the world sizes a verification draws its driver runs' from (the repo's own command keeps
+    # its defaults, world_size); "$world" in ``set`` is the drawn one; the time limit follows it
+    world_sizes: list[int] = Field(default_factory=list)
     call: list[Literal["cfg", "rank", "world_size"]] = Field(default_factory=lambda: ["cfg"])
     set: dict[str, Knob] = Field(default_factory=dict)  # config fields the driver sets; "$port"
     process_group_timeout_s: float | None = None  # the driver opens the process group itself
@@ -137,6 +140,8 @@ class Verify(BaseModel):
     def _torch_free_runs_alone(self) -> Verify:
         if not self.torch and self.world_size:
             raise ValueError("a torch-free project (torch = false) runs in one process: world_size 0")
+        if self.world_sizes and (not self.world_size or any(not 2 <= w <= 8 for w in self.world_sizes)):
+            raise ValueError("world_sizes: 2..8 ranks each, for a task with a world_size")
         return self
 
 
@@ -455,6 +460,14 @@ def check_files(task: TaskSpec) -> dict[str, bytes]:
     ref.apply_patch(task.solution_patch)
     files.update({f"reference/{p}": t.encode() for p, t in ref.files.items()})
     return files
+
+
+def files_digest(files: dict[str, bytes]) -> str:
+    """What a verdict depends on besides the workspace, hashed: a check's files (``check_files``)."""
+    h = hashlib.sha256()
+    for name, data in sorted(files.items()):
+        h.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
+    return "sha256:" + h.hexdigest()[:16]
 
 
 def verify_data(task: TaskSpec) -> dict[str, Any]:

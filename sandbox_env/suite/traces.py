@@ -6,7 +6,6 @@ labelled patch) under task_repos/<id>/traces/. Mock mode replays them.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import platform
 import re
@@ -18,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from ..models import RunResult, Verdict
 from ..workspace import Workspace, content_hash
-from .tasks import TaskSpec, check_files
+from .tasks import TaskSpec, check_files, files_digest
 
 _VOLATILE = [  # what legitimately differs between two recordings of the same state
     (re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d([.,]\d+)?"), "<time>"),
@@ -101,10 +100,7 @@ def behaviour_states(task: TaskSpec) -> set[str]:
 def check_digest(task: TaskSpec) -> str:
     """What a verdict depends on besides the workspace: every file a verification of ``task``
     is given (its checks, the kit, verify.json, the reference fix), hashed."""
-    h = hashlib.sha256()
-    for name, data in sorted(check_files(task).items()):
-        h.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
-    return "sha256:" + h.hexdigest()[:16]
+    return files_digest(check_files(task))
 
 
 def stale_states(task: TaskSpec) -> set[str]:

@@ -12,7 +12,8 @@ config.py: unchanged (or known-harmless config defaults) is needed for "fixed"; 
 mechanisms give their label; the rest is UNSURE.
 
 Labels: fixed, bug (fullgraph error on a tensor branch), compile_error (other fullgraph error),
-graph_break (fullgraph off, forward still breaks), not_compiled (training skips the compiled
+graph_break (fullgraph off, forward still breaks), process_wide_hook (a global module hook
+installed at import rebinds the model's methods), not_compiled (training skips the compiled
 model), wrong_numerics (one graph, other numbers), no_training, tampered, or UNSURE.
 """
 
@@ -27,6 +28,7 @@ from sandbox_env.analysis.config import choices, judge, literal_fields, special_
 from sandbox_env.analysis.dynamo import analyse_model, analyse_train, run_model
 from sandbox_env.analysis.environment import classify_everywhere
 from sandbox_env.analysis.exits import exits_at_import, forges_report
+from sandbox_env.analysis.sidefx import process_wide
 from sandbox_env.analysis.tamper import patches
 from sandbox_env.analysis.workspace import live_files, parse, same_code
 from sandbox_env.suite.tasks import TaskSpec, load_task
@@ -90,6 +92,8 @@ def _classify(files: dict[str, str]) -> str:
     if any(".config." not in f"{p.base}." and ".backends." not in f"{p.base}."
            for p in patches(list(mods.values()))):
         return "tampered"
+    if wide := process_wide(list(mods.values())):
+        return wide
     if any(exits_at_import(mods[name]) for name in ("config", "model", "train", "data_loader")):
         return "no_training"
     options = choices(task().verify.knobs if task().verify else {}, KNOBS)

@@ -14,6 +14,9 @@ Labels (each is the recorded behaviour of the original repo, the solution or a p
 * ``wrong_metrics``      runs, but another objective (aux loss off-schedule, detached encoder,
                          summed gradients, another optimiser)
 * ``no_training``        exits before training; ``tampered``: replaces torch functions
+* ``world_size_specific_exchange`` gradients swapped point-to-point with a peer fixed for 2 ranks
+* ``replicated_global_batch``  every rank reads every shard (the whole global batch)
+* ``process_wide_hook``  a global module hook (installed at import) changes what the model does
 * ``fixed``              positively established: every rank trains the scheduled objective with
                          averaged gradients and DDP's reducer completes every step
 
@@ -35,6 +38,7 @@ from sandbox_env.analysis import UNSURE, Unsure
 from sandbox_env.analysis.config import judge, special_cased, split_entry
 from sandbox_env.analysis.environment import classify_everywhere
 from sandbox_env.analysis.exits import EXIT_CALLS, exits_at_import, forges_report
+from sandbox_env.analysis.sidefx import process_wide, replicated_loader, world_specific_p2p
 from sandbox_env.analysis.sync import (
     Ctx,
     Interp,
@@ -114,6 +118,10 @@ def _label(files: dict[str, str]) -> str:
         if p.value != "patch" and (p.attr in GUARDED_ATTRS | FUNCTION_INTERNALS
                                    or p.value in ("lambda", "function", "setattr")):
             return "tampered"
+    if (wide := process_wide(list(mods.values()))) or world_specific_p2p(list(mods.values())):
+        return wide or "world_size_specific_exchange"
+    if replicated_loader(list(mods.values()), ("build_loader",)):
+        return "replicated_global_batch"
     knobs, r = (task().verify.knobs if task().verify else {}), roles()
     vary = special_cased(list(mods.values()), set(knobs)) - {r.schedule, r.weight}  # those two stay symbolic
     trees, train_path = {m.path: m.tree for m in mods.values()}, mods[train_module].path

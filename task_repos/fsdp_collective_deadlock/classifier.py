@@ -10,7 +10,9 @@ Labels: ``tampered`` (a guarded torch function replaced), ``no_result`` (exits a
 inside train), ``bug`` / ``hang`` (the ranks' collective sequences differ; ``hang`` when the
 repo's own process-group timeout is long), ``wrong_metrics`` (rank 0 records rank-local,
 constant, missing or last-batch-only losses, or the model is no longer sharded, or training hyper-parameters
-changed), ``fixed`` (all of the above positively ruled out), else UNSURE.
+changed), ``world_size_specific_exchange`` (point-to-point exchange with a peer fixed for 2
+ranks), ``replicated_global_batch`` (every rank reads every shard), ``process_wide_hook`` (a
+global module hook settles the metrics), ``fixed`` (all of the above positively ruled out), else UNSURE.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from sandbox_env.analysis.config import fields, split_entry
 from sandbox_env.analysis.environment import classify_everywhere
 from sandbox_env.analysis.exits import exits_at_import, forges_report, may_exit
 from sandbox_env.analysis.ranks import COLLECTIVES, Analysis, collective_name, rank_runs
+from sandbox_env.analysis.sidefx import process_wide, replicated_loader, world_specific_p2p
 from sandbox_env.analysis.tamper import FUNCTION_INTERNALS, patches, reaches_driver
 from sandbox_env.analysis.workspace import live_files
 from sandbox_env.analysis.world import prune_world_size
@@ -96,6 +99,11 @@ def _classify(files: dict[str, str]) -> str:
     tamper = tampering(an)
     if tamper:
         return "tampered"
+    mods = list(an.modules.values())
+    if (wide := process_wide(mods)) or world_specific_p2p(mods):
+        return wide or "world_size_specific_exchange"
+    if replicated_loader(mods, ("build_dataloaders",)):
+        return "replicated_global_batch"
     train = an.modules.get(train_module)
     defs = [(f, m) for f, m in an.funcs.get(("f", train_fn), []) if m is train]
     if train is None or not defs or any(exits_at_import(m) for m in an.modules.values()):

@@ -20,6 +20,7 @@ from ...suite.tasks import TaskSpec
 from ...workspace import Workspace
 from ..base import SandboxUnavailable
 from ..outcome import infra_run
+from ..reference_bank import ReferenceBank
 from ..verification import infra_verdict
 from .containers import LABEL_OWNER, LABEL_ROLE, RUNNER_IMAGE, Box, create_box, limit_key, reap
 from .engine import ContainerError, Engine, connect, engine_status
@@ -51,6 +52,7 @@ class DockerSandbox:
         self._pool = WarmPool(lambda: self._create("run", self._pool_limits), pool_size,
                               self._engine.errors)
         self._report: RuntimeReport | None = None
+        self.bank = ReferenceBank(self.provenance())  # reference results by draw, host-side
         self._report_lock = threading.Lock()
         leftovers = reap(self.client, self.owner)  # a previous run of this owner crashed
         if leftovers:
@@ -140,7 +142,7 @@ class DockerSandbox:
             started = time.monotonic()
             try:
                 with engine.failures("docker error during verification", engine.errors.DockerException):
-                    verdict = verify_in(self.client.api, box, workspace, task)
+                    verdict = verify_in(self.client.api, box, workspace, task, self.bank)
             finally:
                 t1 = time.monotonic()
                 self._pool.destroy(box)

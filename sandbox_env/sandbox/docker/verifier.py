@@ -13,14 +13,8 @@ from typing import Any
 from ...models import Limits, Verdict
 from ...suite.tasks import TaskSpec
 from ...workspace import Workspace
-from ..verification import (
-    CHECK_BUDGET_S,
-    CHECK_OUTPUT_CAP,
-    check_env,
-    check_files,
-    new_nonce,
-    verdict_from_check,
-)
+from ..reference_bank import ReferenceBank
+from ..verification import CHECK_BUDGET_S, CHECK_OUTPUT_CAP, CheckInputs, check_env, new_nonce
 from .archive import put_files
 from .containers import CHECKS_DIR, SANDBOX_UID, WORKSPACE_DIR, Box, narrow, run_env
 from .runner import exec_capped, inherited_data_cap
@@ -39,8 +33,10 @@ def verify_env(task: TaskSpec) -> dict[str, str]:
     return check_env(run_env(task.limits), f"{CHECKS_DIR}/.run")
 
 
-def verify_in(api: Any, box: Box, workspace: Workspace, task: TaskSpec) -> Verdict:
-    """Run the task's hidden check on ``workspace`` in ``box`` (a "verify" box) and read its verdict.
+def verify_in(api: Any, box: Box, workspace: Workspace, task: TaskSpec,
+              bank: ReferenceBank | None = None) -> Verdict:
+    """Run the task's hidden check on ``workspace`` in ``box`` (a "verify" box) and read its verdict
+    (the draw and reference results from ``bank``, when given).
 
     The verdict's evidence gets ``phases_s``: the host's view of where the time went (copying in,
     the check process); bench/verify_breakdown.py splits the check further with its own evidence.
@@ -48,7 +44,8 @@ def verify_in(api: Any, box: Box, workspace: Workspace, task: TaskSpec) -> Verdi
     t0 = time.monotonic()
     narrow(box, verify_limits(task))
     put_files(box, WORKSPACE_DIR, {p: t.encode() for p, t in workspace.files.items()}, SANDBOX_UID)
-    put_files(box, CHECKS_DIR, check_files(task), 0, 0o600)
+    inputs = CheckInputs(task, bank)
+    put_files(box, CHECKS_DIR, inputs.files, 0, 0o600)
     copied = time.monotonic()
     nonce = new_nonce()
     env = {**verify_env(task), "SANDBOX_CHILD_UID": str(SANDBOX_UID)}
@@ -61,7 +58,7 @@ def verify_in(api: Any, box: Box, workspace: Workspace, task: TaskSpec) -> Verdi
                      # a verification's production runs start as a deployment's, with no `timeout`
                      # anywhere above them (check_kit); the watchdog kills the box at the budget
                      wrap_timeout=False)
-    verdict = verdict_from_check(ex.output, nonce, exit_code=ex.exit_code,
-                                 duration_s=round(ex.duration_s, 3), source="docker", timed_out=ex.timed_out)
+    verdict = inputs.verdict(ex.output, nonce, exit_code=ex.exit_code,
+                             duration_s=round(ex.duration_s, 3), source="docker", timed_out=ex.timed_out)
     verdict.evidence["phases_s"] = {"copy_in": round(copied - t0, 3), "check": round(ex.duration_s, 3)}
     return verdict

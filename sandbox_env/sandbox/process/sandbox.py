@@ -37,14 +37,8 @@ from ...suite.tasks import TaskSpec
 from ...workspace import MAX_FILE_BYTES, Workspace
 from ..base import GLOO_ENV, SandboxUnavailable
 from ..outcome import infra_run, run_result
-from ..verification import (
-    CHECK_BUDGET_S,
-    CHECK_OUTPUT_CAP,
-    check_env,
-    new_nonce,
-    verdict_from_check,
-    write_check_files,
-)
+from ..reference_bank import ReferenceBank
+from ..verification import CHECK_BUDGET_S, CHECK_OUTPUT_CAP, CheckInputs, check_env, new_nonce
 from . import cgroups
 from .bwrap import (
     RUNNER_MOUNT,
@@ -145,6 +139,7 @@ class ProcessSandbox:
         self.view = View(runner.path, runner.base_prefix, str(self._static / "etc"))
         self._write_nested()
         hand_over(self._static, self.uid)
+        self.bank = ReferenceBank(self.provenance())  # reference results by draw, host-side
         log.info("process sandbox: bwrap %s, runner %s; %s", bwrap_version(bwrap), runner.path,
                  self.cgroup_note)
 
@@ -299,7 +294,8 @@ class ProcessSandbox:
             stage = Path(tmp)
             workspace.write_to(stage / "in", blobs=False)  # the fix only: no run leftovers
             (stage / "in").mkdir(exist_ok=True)
-            write_check_files(task, stage / "checks")
+            inputs = CheckInputs(task, self.bank)
+            inputs.write(stage / "checks")
             env = check_env(command_env(max(1, int(task.limits.cpus))), CHECK_SCRATCH)
             self._spec(stage, argv=[PYTHON, "/sandbox/launch_check.py", "/sandbox/bin/python",
                                     "/checks/check.py", "--workspace", WORKSPACE],
@@ -319,8 +315,8 @@ class ProcessSandbox:
             finally:
                 if group is not None:
                     group.remove()
-        return verdict_from_check(res.output, nonce, exit_code=res.returncode, duration_s=res.duration_s,
-                                  source="process", timed_out=res.timed_out)
+        return inputs.verdict(res.output, nonce, exit_code=res.returncode, duration_s=res.duration_s,
+                              source="process", timed_out=res.timed_out)
 
     def _group(self, memory_mb: int, pids: int) -> cgroups.RunGroup | None:
         if self.cgroup_base is None:

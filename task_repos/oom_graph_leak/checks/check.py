@@ -6,7 +6,8 @@ graphs); ``python train.py`` runs from the workspace and from the production dir
 clean exits, peak RSS (wait4, from outside) within a margin of the reference run's in the same
 verification (so the budget follows the runtime: gVisor counts mapped libraries in RSS),
 per-epoch losses equal to the reference's, no returned loss attached to a graph, every
-training and validation row evaluated as in the reference run, no graph kept across steps.
+training and validation row evaluated as in the reference run, no graph kept across steps
+and none still alive after fit() returns beyond the reference's.
 """
 
 from check_kit import DRIVER_FILES, Verification, knob_text
@@ -43,6 +44,10 @@ def judge(v: Verification, run, ref) -> bool:
         ck.require(isinstance(got.get(key), int) and got[key] <= MAX_LIVE_GRAPHS,
                    f"{when} {got.get(key)} forward graphs were alive at once (at most {MAX_LIVE_GRAPHS}: "
                    "the graph of each step must be released once the step is done)")
+    kept, ref_kept = got.get("live_after_fit"), want["live_after_fit"]
+    ck.require(not isinstance(kept, int) or kept <= ref_kept,
+               f"after fit() returned {kept} forward graphs were still alive (the reference fix keeps "
+               f"{ref_kept}): a graph kept past its epoch adds memory with every epoch")
     return ck.outcome is None
 
 

@@ -1,9 +1,11 @@
 """oom_graph_leak's probe in the kit driver: rows per train/eval forward, forward graphs alive.
 
 Global module hooks, installed before agent code is imported, count the rows of every
-top-level model forward (train mode with grad vs anything else) and tag the autograd graph of
-each grad-enabled forward with a probe object (in ``grad_fn.metadata``) that lives exactly as
-long as that graph, so the number of forward graphs alive at once is measured at every forward.
+top-level model forward (train mode with grad vs anything else) and pass each grad-enabled
+forward's output through an identity autograd function whose node lives exactly as long as
+that forward's graph (whatever code does to the graph's metadata or the output tensor), so the
+number of forward graphs alive at once is measured at every forward, and a graph kept alive
+shows in the peak RSS measured from outside (each node holds ballast).
 """
 
 import weakref
@@ -14,13 +16,18 @@ import torch.nn.modules.module as nn_module
 BALLAST = 3 << 20  # bytes each tag holds: a graph kept alive costs memory seen from outside
 
 
-class _Tag:
-    """Lives exactly as long as the autograd graph it is attached to, and holds ballast so that
-    a graph kept alive (train loop or validation) shows in the peak RSS the check measures from
-    outside the process, whatever an in-process counter says."""
+class _Tag(torch.autograd.Function):
+    """Identity; its backward node (``ctx``, alive exactly as long as the node) holds ballast, so a
+    graph kept alive shows in the peak RSS the check measures from outside the process."""
 
-    def __init__(self) -> None:
-        self.ballast = bytearray(b"\x01") * BALLAST
+    @staticmethod
+    def forward(ctx, x):
+        ctx.ballast = bytearray(b"\x01") * BALLAST
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
 
 
 S = {"rows_train": 0, "rows_eval": 0, "eval_rows_with_grad": 0, "max_live_train": 0, "max_live_eval": 0}
@@ -46,15 +53,16 @@ def _post(module, args, output):
     if not isinstance(output, torch.Tensor):
         return
     rows = int(output.shape[0]) if output.dim() > 0 else 1
+    tagged = None
     if output.grad_fn is not None:
-        tag = _Tag()
-        output.grad_fn.metadata["check_probe"] = tag
-        _tags.append(weakref.ref(tag))
+        tagged = _Tag.apply(output)
+        _tags.append(weakref.ref(tagged.grad_fn))  # the node's Python object: dies with the node
     mode = "train" if module.training and torch.is_grad_enabled() else "eval"
     S[f"rows_{mode}"] += rows
     S[f"max_live_{mode}"] = max(S[f"max_live_{mode}"], _live())
     if mode == "eval" and output.grad_fn is not None:
         S["eval_rows_with_grad"] += rows
+    return tagged
 
 
 def install(ctx) -> None:

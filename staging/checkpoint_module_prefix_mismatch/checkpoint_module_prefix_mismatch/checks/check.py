@@ -11,6 +11,7 @@
 4. ``python train.py`` must exit 0 in the production dir.
 """
 
+import io
 import os
 import secrets
 
@@ -30,7 +31,7 @@ def as_serve(v: Verification, run):
         v.spec["entry"]["train"], v.knobs = entry, knobs
 
 
-def write_legacy(ref, knobs: dict, dst, seed: int) -> None:
+def legacy_bytes(ref, knobs: dict, seed: int) -> bytes:
     import torch
     res, g = ref.reports[0]["result"], torch.Generator().manual_seed(seed)
     prefix = "_orig_mod.module." if knobs.get("compile", True) else "module."
@@ -41,9 +42,10 @@ def write_legacy(ref, knobs: dict, dst, seed: int) -> None:
         if t.is_floating_point() and not k.endswith(("running_mean", "running_var")):
             t = t + 0.05 * torch.randn(t.shape, generator=g, dtype=t.dtype)
         model[prefix + k] = t
-    dst.parent.mkdir(parents=True, exist_ok=True)
+    buf = io.BytesIO()
     torch.save({"format": 2, "model": model, "config": res["config"], "epoch": res["best_epoch"],
-                "metrics": res["logged"]}, dst)
+                "metrics": res["logged"]}, buf)
+    return buf.getvalue()
 
 
 def judge_checkpoint(v: Verification, run, ref, prod) -> bool:
@@ -80,8 +82,8 @@ def verify(ck: Check) -> None:
     seed = secrets.randbelow(2**31)
     ck.evidence["legacy_seed"] = seed
     ref = v.reference()
-    write_legacy(ref, v.knobs, ck.check_dir / "reference" / LEGACY, seed)
-    ref_old = as_serve(v, v.reference)
+    legacy = legacy_bytes(ref, v.knobs, seed)
+    ref_old = as_serve(v, lambda: v.reference(files={LEGACY: legacy}))
     cmd = f"`{v.spec['run_command']}`"
     if not v.require_run(v.command(ck.workspace), f"{cmd} (the repo's defaults) in the workspace"):
         return
@@ -90,7 +92,8 @@ def verify(ck: Check) -> None:
     if not v.require_report(run, what) or not judge_checkpoint(v, run, ref, prod) or not v.compare(run, ref, what):
         return
     ck.note(f"{what}: served metrics equal the logged ones and the reference's; the checkpoint loads strictly")
-    write_legacy(ref, v.knobs, prod / LEGACY, seed)
+    (prod / LEGACY).parent.mkdir(parents=True, exist_ok=True)
+    (prod / LEGACY).write_bytes(legacy)
     if ck.child_uid is not None:
         for p in (prod / LEGACY).parent, prod / LEGACY:
             os.chown(p, ck.child_uid, ck.child_uid)

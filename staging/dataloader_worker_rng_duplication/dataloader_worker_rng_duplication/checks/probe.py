@@ -1,8 +1,10 @@
 """The probe in the kit driver: a global forward pre-hook (public API, installed before agent code)
 fingerprints the mask input of every training forward (what the loader drew per window), counts live
-loader workers (descendants of this process, from /proc); validation forwards delimit epochs."""
+loader workers (multiprocessing's live children of this process, and its descendants in /proc where
+the pid namespace lets /proc show them); validation forwards delimit epochs."""
 
 import hashlib
+import multiprocessing
 import os
 
 import torch
@@ -15,7 +17,12 @@ _first: dict = {}  # fingerprint -> (epoch, batch, row) of its first occurrence
 
 
 def _workers() -> int:
-    """Live (not zombie) descendant processes of this one, from /proc."""
+    """Live loader workers: multiprocessing's children of this process, or its live (not zombie)
+    descendants in /proc, whichever sees more (a nested pid namespace hides them from /proc)."""
+    return max(len(multiprocessing.active_children()), _descendants())
+
+
+def _descendants() -> int:
     kids: dict = {}
     for name in filter(str.isdigit, os.listdir("/proc")):
         try:

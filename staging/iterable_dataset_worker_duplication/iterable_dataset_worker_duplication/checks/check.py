@@ -1,54 +1,67 @@
 """Hidden check for iterable_dataset_worker_duplication on the kit: live reference, drawn knobs.
 Per pass (probe.py): the drawn number of workers ran and each delivered records, no record came
 from two workers, the records are exactly the reference run's (the export, each once); then the
-kit compares results and trained parameters (full-batch: any correct split gives the same fit)."""
+kit compares results and trained parameters (full-batch: any correct split gives the same fit).
+Last, one pass over an export of a single shard (fewer shards than workers): the same per pass."""
 
 from check_kit import DRIVER_FILES, Verification, knob_text
 from check_runtime import Check, hidden
 
 
-def judge(v: Verification, run, ref) -> bool:
-    ck = v.ck
-    got, want = run.reports[0].get("probe") or {}, ref.reports[0]["probe"]
-    passes, ref_passes = got.get("passes") or [], want["passes"]
-    workers = int(v.knobs.get("num_workers", 0))
-    ck.evidence["passes"] = [{k: p.get(k) for k in ("workers", "per_worker", "records", "distinct", "shared")}
-                             for p in passes[:12]]
-    if not ck.require(got.get("intact") is True, "the verification's view of the DataLoader was replaced "
-                      "or removed by the code under test"):
+def passes_ok(v: Verification, passes: list, want: list, head: str) -> bool:
+    """Each pass against the reference's (``want``: its distinct count and, if known, digest)."""
+    ck, workers = v.ck, int(v.knobs.get("num_workers", 0))
+    if not ck.require(len(passes) == len(want), f"{head}the training read {len(passes)} passes over a "
+                      f"DataLoader, expected {len(want)} (one per epoch, every batch through the loader)"):
         return False
-    if not ck.require(len(passes) == len(ref_passes), f"the training read {len(passes)} passes over a "
-                      f"DataLoader, expected {len(ref_passes)} (one per epoch, every batch through the loader)"):
-        return False
-    for n, (p, r) in enumerate(zip(passes, ref_passes, strict=True), start=1):
-        expected = r["distinct"]
-        if not ck.require(p.get("workers") == workers and not p.get("unreadable"),
-                          f"pass {n}: the DataLoader ran with {p.get('workers')} worker processes, the "
-                          f"configuration asked for {workers} (Config num_workers): loading must stay in "
-                          "the workers" if not p.get("unreadable") else
-                          f"pass {n}: {p['unreadable']} batches without a record id tensor"):
+    for n, (p, r) in enumerate(zip(passes, want, strict=True), start=1):
+        at, per = f"{head}pass {n}: ", p.get("per_worker") or {}
+        if not ck.require(p.get("workers") == workers and not p.get("unreadable"), at + (
+                f"{p['unreadable']} batches without a record id tensor" if p.get("unreadable") else
+                f"the DataLoader ran with {p.get('workers')} worker processes, the configuration asked for "
+                f"{workers} (Config num_workers): loading must stay in the workers")):
             return False
-        idle = [w for w in map(str, range(workers)) if not (p.get("per_worker") or {}).get(w)]
-        if not ck.require(not idle, f"pass {n}: worker(s) {', '.join(idle)} delivered no records "
-                          f"(per worker: {p.get('per_worker')}): every worker must read its share"):
+        idle = [w for w in map(str, range(workers)) if not per.get(w)]
+        if not ck.require(not idle, f"{at}worker(s) {', '.join(idle)} delivered no records (per worker: "
+                          f"{per}): every worker must read its share"):
             return False
-        if not ck.require(not p.get("shared"), f"pass {n}: {p.get('shared')} record ids were delivered by "
-                          f"more than one worker (per worker: {p.get('per_worker')}): the workers' shares "
-                          "must be disjoint"):
+        if not ck.require(not p.get("shared"), f"{at}{p.get('shared')} record ids were delivered by more "
+                          f"than one worker (per worker: {per}): the workers' shares must be disjoint"):
             return False
-        dup = p.get("records", 0) - p.get("distinct", 0)
-        miss = expected - p.get("distinct", 0)
-        if not ck.require(dup == 0 and miss == 0 and p.get("digest") == r["digest"],
-                          f"pass {n}: the DataLoader delivered {p.get('records')} records, {p.get('distinct')} "
-                          f"distinct ({dup} repeats, {max(miss, 0)} of the export's {expected} never "
+        dup, miss = p.get("records", 0) - p.get("distinct", 0), r["distinct"] - p.get("distinct", 0)
+        if not ck.require(dup == 0 and miss == 0 and r.get("digest", p.get("digest")) == p.get("digest"),
+                          f"{at}the DataLoader delivered {p.get('records')} records, {p.get('distinct')} "
+                          f"distinct ({dup} repeats, {max(miss, 0)} of the export's {r['distinct']} never "
                           "delivered): every record of the export exactly once per pass"):
             return False
     return True
 
 
+def judge(v: Verification, run, ref) -> bool:
+    got = run.reports[0].get("probe") or {}
+    passes = got.get("passes") or []
+    v.ck.evidence["passes"] = [{k: p.get(k) for k in ("workers", "per_worker", "distinct")} for p in passes]
+    return v.ck.require(got.get("intact") is True, "the verification's view of the DataLoader was replaced "
+                        "or removed by the code under test") and passes_ok(v, passes, ref.reports[0]["probe"]
+                                                                           ["passes"], "")
+
+
 def verify(ck: Check) -> None:
     v = Verification(ck)
     v.standard(judge, what=f"fit() with the check's knobs ({knob_text(v.knobs)})")
+    if ck.outcome is not None:
+        return
+    knobs = dict(v.knobs)
+    v.knobs.update(num_shards=1, epochs=1)  # whole-shard splits leave workers idle here
+    what = f"fit() over an export of one shard ({knob_text(v.knobs)})"
+    try:
+        run = v.driver(v.production())
+        if v.require_report(run, what):
+            passes_ok(v, (run.reports[0].get("probe") or {}).get("passes") or [],
+                      [{"distinct": knobs["num_records"]}], f"{what}: ")
+    finally:
+        v.knobs.clear()
+        v.knobs.update(knobs)
 
 
 if __name__ == "__main__":

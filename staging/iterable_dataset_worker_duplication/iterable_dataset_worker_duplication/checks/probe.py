@@ -4,6 +4,7 @@ _SingleProcessDataLoaderIter._next_data before agent code is imported; a batch's
 one 1-D int64 tensor. report(): per pass, workers, records per worker, size, distinct, digest."""
 
 import hashlib
+from collections import Counter
 
 import torch
 import torch.utils.data.dataloader as dl
@@ -67,10 +68,7 @@ def report(ctx) -> dict:
         if not p["by_worker"] and not p["unreadable"]:
             continue  # an iterator that never delivered a batch
         every = sorted(i for ids in p["by_worker"].values() for i in ids)
-        owners: dict = {}
-        for w, ids in p["by_worker"].items():
-            for i in set(ids):
-                owners[i] = owners.get(i, 0) + 1
+        owners = Counter(i for ids in p["by_worker"].values() for i in set(ids))
         out.append({"workers": p["workers"], "per_worker": {w: len(v) for w, v in p["by_worker"].items()},
                     "records": len(every), "distinct": len(set(every)), "unreadable": p["unreadable"],
                     "shared": sum(1 for c in owners.values() if c > 1),

@@ -37,8 +37,10 @@ LAYERS = [
                      "suite"),
           ("kit",), ("pydantic", "openai"),
           job="what an episode is made of: no execution, no transport"),
-    Layer("sandbox", ("sandbox", "runner_env", "images"), ("domain", "kit"), ("docker", "torch", "ray"),
-          job="where commands run; the only layer that starts processes or containers"),
+    Layer("sandbox", ("sandbox", "runner_env", "images"), ("domain", "kit", "kit-verifier"),
+          ("docker", "torch", "ray"),
+          job="where commands run; the only layer that starts processes or containers (the reference bank "
+              "draws with the check's own check_kit.draw)"),
     Layer("episode", ("environment",), ("domain", "sandbox"),
           job="one episode over a sandbox: workspace, budget, rubric"),
     Layer("client", ("client", "protocol"), ("domain",), ("httpx",),

@@ -1,11 +1,10 @@
 """The probe in the kit driver: a global forward pre-hook (public API, installed before agent code)
 fingerprints the mask input of every training forward (what the loader drew per window), counts live
-loader workers (multiprocessing's live children of this process, and its descendants in /proc where
-the pid namespace lets /proc show them); validation forwards delimit epochs."""
+loader workers (multiprocessing's live children of this process); validation forwards delimit
+epochs."""
 
 import hashlib
 import multiprocessing
-import os
 
 import torch
 import torch.nn.modules.module as nn_module
@@ -17,27 +16,10 @@ _first: dict = {}  # fingerprint -> (epoch, batch, row) of its first occurrence
 
 
 def _workers() -> int:
-    """Live loader workers: multiprocessing's children of this process, or its live (not zombie)
-    descendants in /proc, whichever sees more (a nested pid namespace hides them from /proc)."""
-    return max(len(multiprocessing.active_children()), _descendants())
-
-
-def _descendants() -> int:
-    kids: dict = {}
-    for name in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{name}/stat", "rb") as fh:
-                rest = fh.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if rest[0] != b"Z":
-            kids.setdefault(int(rest[1]), []).append(int(name))
-    out, todo = set(), [os.getpid()]
-    while todo:
-        new = [c for c in kids.get(todo.pop(), ()) if c not in out]
-        out.update(new)
-        todo += new
-    return len(out)
+    """Live loader workers: multiprocessing's live children of this process (DataLoader starts its
+    workers so). Not /proc: in a nested pid namespace its pids are another namespace's, and the
+    descendants of this pid number there are some other process's."""
+    return len(multiprocessing.active_children())
 
 
 def _mask_of(args) -> "torch.Tensor | None":

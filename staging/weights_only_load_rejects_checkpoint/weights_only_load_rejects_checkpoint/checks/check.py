@@ -1,12 +1,9 @@
-"""Hidden check for weights_only_load_rejects_checkpoint, on the kit (check_kit).
-
-Last week's checkpoints (checks/legacy, written by the original project's own save code: numpy
-scalars and arrays and a PosixPath inside) are resumed by the reference fix and by the workspace
-(production dir) under the same drawn knobs. Requires results and parameters equal to the
-reference's; every new checkpoint loading with a bare torch.load(p, weights_only=True) here (no
-project code); no weights_only=False (probe.py); a poisoned checkpoint (its pickle calls
-builtins.exec / eval) not run; ``python train.py`` exiting 0 in the workspace and production dir.
-"""
+"""Hidden check for weights_only_load_rejects_checkpoint, on the kit (check_kit). Last week's checkpoints
+(checks/legacy, written by the original project's own save code: numpy values, a PosixPath) are resumed by
+the reference fix and the workspace (production dir) under drawn knobs: results and parameters equal the
+reference's; every new checkpoint loads with a bare torch.load(p, weights_only=True) (no project code) and a
+run resumed from the first of them ends exactly as the run that wrote it; no weights_only=False (probe.py);
+a poisoned checkpoint (its pickle calls builtins.exec / eval) not run; ``python train.py`` exits 0."""
 
 import io
 import os
@@ -92,6 +89,12 @@ def verify(ck: Check) -> None:
                     f"weights_only=True) outside the project (as the model registry reads it): "
                     f"{type(exc).__name__}: {why[:300]}")
             return
+    first = next(p for p in written if p.name.startswith("epoch_"))  # the run goes on after it
+    v.knobs.update(resume=f"{d.name}/{first.name}")
+    again, what2 = v.driver(prod), f"fit() resumed from the new checkpoint {first.name} it wrote"
+    v.spec["verify"]["ignore"] = [*v.spec["verify"].get("ignore", ()), "start_epoch", "epochs_run"]
+    if not (v.require_report(again, what2, explain) and v.compare(again, ref, what2)):
+        return
     data, how = poisoned()
     place(v, prod, {"last.pt": data})  # the poisoned run: it may fail, it must not run the payload
     bad = v.driver(prod)

@@ -72,7 +72,9 @@ def cli(*args: str, root: Path) -> subprocess.CompletedProcess[str]:
 def test_cli_tasks_run_play(toy_root: Path) -> None:
     out = cli("tasks", "--json", root=toy_root)
     assert out.returncode == 0 and json.loads(out.stdout)[0]["id"] == "toy_mean"
-    assert "toy_mean" in cli("tasks", root=toy_root).stdout
+    assert {"category", "difficulty", "train", "test"} <= set(json.loads(out.stdout)[0])
+    listing = cli("tasks", root=toy_root).stdout.splitlines()
+    assert listing[0].split()[:3] == ["id", "category", "difficulty"] and listing[1].startswith("toy_mean")
     out = cli("run", "toy_mean", "--mode", "mock", root=toy_root)
     assert "sanity check failed" in out.stdout and "[mock] exit=1 outcome=failed" in out.stdout
     out = cli("run", "toy_mean", "--mode", "local", "--patch", "solution", "--verify", root=toy_root)

@@ -44,8 +44,8 @@ def cmd_tasks(args: argparse.Namespace) -> int:
     rows = []
     for t in registry:
         data = registry.variants_data(t.id)
-        rows.append({"id": t.id, "difficulty": t.difficulty, "max_steps": t.max_steps,
-                     "patches": len(t.patches), "title": t.title,
+        rows.append({"id": t.id, "category": t.category or "-", "difficulty": t.difficulty,
+                     "max_steps": t.max_steps, "patches": len(t.patches), "title": t.title,
                      "variants": data.count if data else 1,
                      "train": data.train if data else [0], "test": data.test if data else []})
     if args.json:
@@ -54,11 +54,12 @@ def cmd_tasks(args: argparse.Namespace) -> int:
     if args.markdown:
         print(tasks_markdown(registry, rows))
         return 0
-    print(f"{'id':28s} {'difficulty':10s} {'steps':>5s} {'patches':>7s} {'variants':>8s} "
+    print(f"{'id':28s} {'category':12s} {'difficulty':10s} {'steps':>5s} {'patches':>7s} {'variants':>8s} "
           f"{'train':14s} {'test':8s} title")
     for r in rows:
-        print(f"{r['id']:28s} {r['difficulty']:10s} {r['max_steps']:5d} {r['patches']:7d} {r['variants']:8d} "
-              f"{_indices(r['train']):14s} {_indices(r['test']) or '-':8s} {r['title']}")
+        print(f"{r['id']:28s} {r['category']:12s} {r['difficulty']:10s} {r['max_steps']:5d} "
+              f"{r['patches']:7d} {r['variants']:8d} {_indices(r['train']):14s} "
+              f"{_indices(r['test']) or '-':8s} {r['title']}")
     print("address a variant as FAMILY@N (reset task=FAMILY@N, or task=FAMILY with seed=N); "
           "`sandbox-env tasks --variants` lists each one")
     return 0
@@ -69,9 +70,7 @@ def tasks_markdown(registry: TaskRegistry, rows: list[dict[str, Any]]) -> str:
     lines = ["| family | category | difficulty | steps | variants: train / test "
              "| what the incident report says |", "|---|---|---|---|---|---|"]
     for r in rows:
-        spec = registry.get(r["id"])
-        category = getattr(spec, "category", "") or "-"
-        lines.append(f"| `{r['id']}` | {category} | {r['difficulty']} | {r['max_steps']} | "
+        lines.append(f"| `{r['id']}` | {r['category']} | {r['difficulty']} | {r['max_steps']} | "
                      f"{_indices(r['train']) or '-'} / {_indices(r['test']) or '-'} | {r['title']} |")
     return "\n".join(lines)
 

@@ -1,6 +1,9 @@
 """Author helper: write checks/legacy/{last,best}.pt with the ORIGINAL repo's own save code: the run
 of the default config (6 epochs planned), pre-empted after epoch 3 (last week's run)."""
+import os
+import shutil
 import sys
+import tempfile
 import types
 from pathlib import Path
 
@@ -8,9 +11,13 @@ here = Path(__file__).resolve().parent / "weights_only_load_rejects_checkpoint"
 sys.path.insert(0, str(here / "repo"))
 import config, data, seeding, trainer  # noqa: E401,E402
 
-out = here / "checks" / "legacy"
-out.mkdir(parents=True, exist_ok=True)
-cfg = config.TrainConfig(ckpt_dir=str(out), restore_best=False)
+# run as the job runs, from a job dir of its own with the default relative ckpt_dir: the checkpoints
+# hold the run dir as a path, and no path of this machine may end up in them
+final = here / "checks" / "legacy"
+job = Path(tempfile.mkdtemp(prefix="job-"))
+os.chdir(job)
+out = job / "checkpoints"
+cfg = config.TrainConfig(restore_best=False)
 seeding.seed_everything(cfg.seed)
 tr = trainer.Trainer(cfg, *data.make_splits(cfg))
 logger = next(c for c in tr.callbacks if c.name == "logger")
@@ -24,7 +31,8 @@ def preempt(self, t, metrics):
 
 logger.on_epoch_end = types.MethodType(preempt, logger)
 tr.fit()
-for p in sorted(out.iterdir()):
-    if p.name not in ("last.pt", "best.pt"):
-        p.unlink()
-print(sorted(p.name for p in out.iterdir()), tr.history.rows[-1])
+final.mkdir(parents=True, exist_ok=True)
+for name in ("last.pt", "best.pt"):
+    shutil.copyfile(out / name, final / name)
+shutil.rmtree(job)
+print(sorted(p.name for p in final.iterdir()), tr.history.rows[-1])

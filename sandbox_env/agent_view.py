@@ -24,6 +24,7 @@ WORKSPACE = "/workspace"
 # a traceback frame of a file the check brought (and the source line printed under it)
 _CHECK_FRAME = re.compile(r'^[ \t#]*File "/checks/[^"]*".*\n(?:[ \t#]+(?!File ")\S.*\n)?', re.MULTILINE)
 _CHECK_PATH = re.compile(r"/checks/[^\s\"':,)]*")
+_DRIVER_NAME = re.compile(r"^kit_driver: ", re.MULTILINE)  # the check's driver names itself on its error line
 
 
 def agent_text(text: str, task: TaskSpec) -> str:
@@ -33,7 +34,7 @@ def agent_text(text: str, task: TaskSpec) -> str:
         text = re.sub(rf" and in {re.escape(prod)}(?=[\s.,;:)]|$)", "", text)
         text = re.sub(rf"{re.escape(prod)}(?=[/\s\"'.,;:)]|$)", WORKSPACE, text)
     text = _CHECK_FRAME.sub("", text if text.endswith("\n") else text + "\n").removesuffix("\n")
-    text = _CHECK_PATH.sub("<internal>", text)
+    text = _DRIVER_NAME.sub("", _CHECK_PATH.sub("<internal>", text))
     if task.variant is not None:
         text = renamer_of(task.variant).prose(text)
     return text

@@ -160,9 +160,11 @@ def test_agent_text_removes_where_and_how_the_check_ran(registry: TaskRegistry) 
               'Traceback (most recent call last):\n  File "/checks/.run/bin/probe.py", line 40, in install\n'
               "    hook()\n"
               f'  File "{prod}/train.py", line 12, in fit\n    loss = step()\n'
-              "RuntimeError: boom (see /checks/.run/kit_driver.py)")
+              "RuntimeError: boom (see /checks/.run/kit_driver.py)\n"
+              "kit_driver: ProcessExitedException: process 2 terminated with signal SIGABRT")
     text = agent_text(reason, task)
-    assert prod not in text and "/checks/" not in text and "probe.py" not in text
+    assert prod not in text and "/checks/" not in text and "probe.py" not in text and "kit_driver" not in text
+    assert text.endswith("\nProcessExitedException: process 2 terminated with signal SIGABRT")
     assert text.startswith("`python train.py` exits 0 in the workspace\n")
     assert '  File "/workspace/train.py", line 12, in fit\n    loss = step()' in text
     full = Verdict(passed=False, outcome=Outcome.failed, reasons=[reason], source="mock:patch:x.patch",

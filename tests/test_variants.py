@@ -886,3 +886,14 @@ def test_the_third_prose_renames_follow_dotted_references_and_log_fields() -> No
     v2 = Renamer(names, modules, prose=2)
     assert v2.prose("compile_utils.setup") == "compile_utils.setup"
     assert v2.source(src).splitlines()[1] == 'log.info("static_shapes=%s", cfg.static_compile)'
+
+
+def test_a_port_wins_where_the_original_still_applies(open_tasks: TaskRegistry) -> None:
+    """oom's process-wide running-sum mode applies unchanged after the loss_lists placement but does
+    nothing there (losses go into lists); its port for that placement is what the variant gets."""
+    placed = open_tasks.get("oom_graph_leak@8")
+    assert placed.variant is not None and placed.variant.placement == "loss_lists"
+    text = (placed.root / "patches" / "cheat_global_function_mode.patch").read_text()
+    assert "detach_()" in text
+    plain = open_tasks.get("oom_graph_leak@1")
+    assert "detach_()" not in (plain.root / "patches" / "cheat_global_function_mode.patch").read_text()

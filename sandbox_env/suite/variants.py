@@ -714,15 +714,16 @@ class Family:
         clash = set(names.values()) | set(modules.values())  # a port must not use a variant's new name
         renamed = set(names) | set(modules)
         for lab in self.labels:
-            port = None
-            try:
-                patched = apply_patch(placed, (self.root / "patches" / lab["file"]).read_text())
-            except WorkspaceError as exc:
-                if (ported := self._port(placed, choice, lab["file"])) is None:
+            # a port wins even where the original still applies: its effect may not survive the
+            # placement (a running-sum trick where the placed code keeps lists)
+            port, patched = self._port(placed, choice, lab["file"]) or (None, None)
+            if port is None:
+                try:
+                    patched = apply_patch(placed, (self.root / "patches" / lab["file"]).read_text())
+                except WorkspaceError as exc:
                     why = f"does not apply after the placement and has no port: {exc}"
                     dropped.append(DroppedPatch(file=lab["file"], reason=why))
                     continue
-                port, patched = ported
             if port is not None and (hit := _port_clash(port, clash, renamed)):
                 dropped.append(DroppedPatch(file=lab["file"], reason=f"its port uses {hit!r}, which this "
                                             "variant's renames make ambiguous"))
@@ -762,7 +763,8 @@ class Family:
               ) -> tuple[str, dict[str, str]] | None:
         """The labelled patch ``file`` rewritten for placement ``choice`` (``variants/<name>/<file>``:
         the same intent and label against variant 0's repo with the placement applied) and the
-        placed repo with it applied; None when the placement has no port of it."""
+        placed repo with it applied; None when the placement has no port of it. A port is used
+        whether or not the original applies to the placed repo."""
         path = self.root / "variants" / choice.name / file if choice is not None else None
         if path is None or not path.is_file():
             return None

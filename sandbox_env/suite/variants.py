@@ -224,12 +224,12 @@ class VariantManifest(BaseModel):
     incident_report: str = ""  # how the incident report was made (Family._task_toml)
     draw: Literal["kept", "seeded", "none"] = "none"  # variants_drawn.toml's, from the seed, or none (0)
     prose: int = 1  # the prose renames' version it was made with (Draw.prose)
+    base_root: str = ""  # the family's folder on this machine (never written into the repo)
 
     @model_validator(mode="before")
     @classmethod
     def _legacy_prose(cls, data: Any) -> Any:
         return Draw._legacy_prose(data)
-    base_root: str = ""  # the family's folder on this machine (never written into the repo)
 
     @property
     def renames(self) -> dict[str, str]:

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import ast
 
-from sandbox_env.analysis import UNSURE
-from sandbox_env.analysis.config import choices, draws, judge, special_cased
+from sandbox_env.analysis import UNSURE, Unsure, unsure_if_not_followed
+from sandbox_env.analysis.config import choices, defaults, draws, judge, special_cased, taken
 from sandbox_env.analysis.environment import classify_everywhere, environments, specialise, worst
 from sandbox_env.analysis.exits import exits_at_import, forges_report
 from sandbox_env.analysis.grad import Run
 from sandbox_env.analysis.ranks import Analysis, rank_runs
 from sandbox_env.analysis.tamper import dynamic_code, patches, reaches_driver
-from sandbox_env.analysis.workspace import live_files, live_nodes, parse, same_code
+from sandbox_env.analysis.workspace import identifiers, live_files, live_nodes, method_call, parse, same_code
 from sandbox_env.analysis.world import prune_world_size
 
 ENTRY = ["train", "config", "model"]
@@ -225,6 +225,48 @@ def test_judging_over_draws_finds_the_draw_that_misbehaves() -> None:
     assert judge(options, {"lr", "seed"}, lambda d: "bug" if d["seed"] == 7 else "fixed") == "bug"
     assert judge(options, {"lr", "seed"}, lambda d: "fixed") == UNSURE
 
+
+
+def test_a_function_as_it_runs_under_one_draw() -> None:
+    fn = ast.parse("def step(cfg, x):\n"
+                   "    if cfg.accum_steps > 1 and not cfg.debug:\n        x = x / cfg.accum_steps\n"
+                   "    else:\n        x = x * 2\n"
+                   "    y = x if cfg.mode == 'sum' else x.mean()\n"
+                   "    if x.numel() > 3:\n        return y\n        print('after a return')\n"
+                   "    return y\n    z = 1\n").body[0]
+    got = ast.unparse(taken(fn, {"accum_steps": 4, "debug": False, "mode": "mean"}))
+    assert got == ("def step(cfg, x):\n    x = x / cfg.accum_steps\n    y = x.mean()\n"
+                   "    if x.numel() > 3:\n        return y\n    return y")  # data tests stay
+    assert "x = x * 2" in ast.unparse(taken(fn, {"accum_steps": 1, "debug": False}))
+    unknown = ast.unparse(taken(fn, {}))  # fields the draw does not fix: both sides stay
+    assert "x / cfg.accum_steps" in unknown and "x * 2" in unknown
+    assert "def step" in ast.unparse(fn) and "print" in ast.unparse(fn)  # the original is left alone
+
+
+def test_config_defaults_as_the_workspace_writes_them() -> None:
+    mods = parse({"config.py": "from dataclasses import dataclass\n@dataclass\nclass TrainConfig:\n"
+                               "    lr: float = 0.1\n    name: str = 'run'\n    amp: bool = False\n"
+                               "    sizes: tuple = (1, 2)\n    steps: int = 2 * 8\n"})
+    assert defaults(mods, "config:TrainConfig") == {"lr": 0.1, "name": "run", "amp": False}
+    assert defaults(mods, "settings:TrainConfig") == {}
+
+
+def test_names_and_method_calls_of_an_expression() -> None:
+    e = ast.parse("(batch.labels != IGNORE).sum() + loss.item()", mode="eval").body
+    assert identifiers(e) == {"batch", "labels", "IGNORE", "sum", "loss", "item"}
+    assert method_call(e.right, "item") and not method_call(e.right, "sum") and not method_call(e, "item")
+
+
+def test_a_step_the_analysis_cannot_follow_answers_unsure() -> None:
+    @unsure_if_not_followed
+    def label(kind: str) -> str:
+        if kind == "raise":
+            raise Unsure("not modelled")
+        return {"ok": "fixed"}[kind]  # KeyError on anything else
+
+    assert label("ok") == "fixed"
+    assert label("raise") == UNSURE and label("other") == UNSURE
+    assert label.__name__ == "label"
 
 # ---------------------------------------------------------------- exits, tampering
 def _mods(src: str) -> list:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from . import UNSURE
 from .environment import worst
+from .folding import NO_VALUE, compare, unary
 from .workspace import Module, nodes
 
 MAX_DRAWS = 24  # more combinations than this: the caller answers UNSURE
@@ -41,6 +42,14 @@ def split_entry(spec: str) -> tuple[str, str]:
     module, _, attr = spec.partition(":")
     return module, attr
 
+
+
+def defaults(mods: dict[str, Module], entry: str) -> dict[str, object]:
+    """The literal defaults (numbers, strings, booleans) of the config class ``entry``
+    (``module:Class``, the task's ``entry.config``) as the workspace writes them."""
+    mod, cls = split_entry(entry)
+    tree = mods[mod].tree if mod in mods else None
+    return {k: v for k, v in literal_fields(tree, cls).items() if isinstance(v, int | float | str | bool)}
 
 def choices(knobs: dict[str, list], fallback: dict[str, object]) -> dict[str, list]:
     """Per field, the values a verification may draw: the task's knobs, else the value the
@@ -133,3 +142,52 @@ def judge(options: dict[str, list], vary: set[str], label: Callable[[dict[str, o
         if labels[-1] not in ("fixed", UNSURE):
             return labels[-1]  # the first draw that misbehaves decides (as worst() would)
     return worst(labels) if exhaustive else UNSURE
+
+
+class _Taken(ast.NodeTransformer):
+    """Folds ``if`` tests and conditional expressions on knob fields and constants to the side taken."""
+
+    def __init__(self, knobs: dict[str, object]) -> None:
+        self.knobs = knobs
+
+    def value(self, n: ast.AST) -> object:
+        """The test's value under the knobs (a field by its name: ``cfg.accum_steps``), or NO_VALUE."""
+        if isinstance(n, ast.Constant):
+            return n.value
+        if isinstance(n, ast.Attribute):
+            return self.knobs.get(n.attr, NO_VALUE)
+        if isinstance(n, ast.UnaryOp):
+            v = self.value(n.operand)
+            return NO_VALUE if v is NO_VALUE else unary(n.op, v)
+        vals = [self.value(v) for v in n.values] if isinstance(n, ast.BoolOp) else \
+            [self.value(v) for v in (n.left, *n.comparators)] if isinstance(n, ast.Compare) else [NO_VALUE]
+        if NO_VALUE in vals:
+            return NO_VALUE
+        if isinstance(n, ast.BoolOp):
+            return all(vals) if isinstance(n.op, ast.And) else any(vals)
+        return compare(n.ops, vals)
+
+    def visit_If(self, node: ast.If) -> ast.AST | list[ast.stmt]:
+        self.generic_visit(node)
+        v = self.value(node.test)
+        return node if v is NO_VALUE else (node.body if v else node.orelse or [ast.Pass()])
+
+    def visit_IfExp(self, node: ast.IfExp) -> ast.AST:
+        self.generic_visit(node)
+        v = self.value(node.test)
+        return node if v is NO_VALUE else (node.body if v else node.orelse)
+
+
+def taken(fn: ast.FunctionDef, knobs: dict[str, object]) -> ast.FunctionDef:
+    """A copy of ``fn`` as it runs under one draw of ``knobs``: each ``if`` and conditional
+    expression whose test folds on knob fields and constants keeps the side taken, and the
+    statements after a ``return`` in a block are gone."""
+    fn = _Taken(knobs).visit(ast.parse(ast.unparse(fn))).body[0]
+    for n in ast.walk(fn):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(n, field, None)
+            ret = next((i for i, st in enumerate(block) if isinstance(st, ast.Return)), None) \
+                if isinstance(block, list) else None
+            if ret is not None:
+                del block[ret + 1:]
+    return fn

@@ -161,6 +161,17 @@ def dotted(node: ast.AST, names: dict[str, str] | None = None) -> str:
     return ".".join(reversed(parts))
 
 
+
+def identifiers(node: ast.AST) -> set[str]:
+    """Every name and attribute name ``node`` mentions (``self.labels != IGNORE`` -> self, labels, IGNORE)."""
+    return {n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(node)
+            if isinstance(n, ast.Name | ast.Attribute)}
+
+
+def method_call(node: ast.AST, attr: str) -> bool:
+    """``node`` is a call ``<anything>.<attr>(...)``."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == attr
+
 @dataclass
 class Module:
     """One parsed workspace module and what its imported names stand for. Shared between

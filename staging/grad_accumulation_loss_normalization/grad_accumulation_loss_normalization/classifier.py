@@ -8,18 +8,18 @@ wrong_normalization, partial_window, fixed; anything it does not follow -> UNSUR
 from __future__ import annotations
 
 import ast
-from functools import lru_cache
 from pathlib import Path
 
-from sandbox_env.analysis import UNSURE
-from sandbox_env.analysis.config import choices, judge, literal_fields, special_cased, split_entry
+from sandbox_env.analysis import UNSURE, unsure_if_not_followed
+from sandbox_env.analysis.config import choices, defaults, judge, special_cased, split_entry, taken
 from sandbox_env.analysis.environment import classify_everywhere
 from sandbox_env.analysis.exits import exits_at_import, forges_report
-from sandbox_env.analysis.folding import NO_VALUE, compare
 from sandbox_env.analysis.tamper import dynamic_code, patches
-from sandbox_env.analysis.workspace import live_files, parse, same_code
+from sandbox_env.analysis.workspace import identifiers, live_files, method_call, parse, same_code
+from sandbox_env.suite.tasks import load_task
 
-ORIGINAL = Path(__file__).parent / "repo"
+TASK = load_task(Path(__file__).parent)
+ORIGINAL = TASK.root / "repo"
 KEPT = ("corpus.py", "models.py", "optim.py", "evaluation.py")  # decide the numbers; a fix leaves them
 SIZES = {"micro_batch_size", "accum_steps"}
 COUNTS = {"micro_tokens": "window_tokens", "micro_seqs": "window_seqs", "micro_inputs": "window_inputs",
@@ -29,91 +29,42 @@ DIV = {("mean", "micro_batches"): "bug", ("mean", "const"): "bug", ("sum", "micr
        ("seq_sum", "window_seqs"): "wrong_normalization", ("sum", "window_inputs"): "wrong_normalization",
        ("pad_sum", "window_positions"): "wrong_normalization"}
 
-@lru_cache(maxsize=1)
-def task():
-    from sandbox_env.suite.tasks import load_task
-    return load_task(Path(__file__).parent)
-
 def classify(files: dict[str, str]) -> str:
-    t = task()
-    return classify_everywhere(live_files(files, t.entry.modules), t.verify.production_dir, _classify)
+    return classify_everywhere(live_files(files, TASK.entry.modules), TASK.verify.production_dir, _classify)
 
 def _classify(files: dict[str, str]) -> str:
-    t, mods = task(), parse(files)
+    mods = parse(files)
     ms = list(mods.values())
     if any(exits_at_import(m) for m in ms):
         return "no_result"
     if forges_report(ms) or dynamic_code(ms) or any(p.value != "constant" for p in patches(ms, ("torch",))):
         return UNSURE
-    cfg_mod, cfg_cls = split_entry(t.entry.config)
-    tree = mods[cfg_mod].tree if cfg_mod in mods else None
-    fallback = {k: v for k, v in literal_fields(tree, cfg_cls).items() if isinstance(v, int | float | str)}
-    options = choices(t.verify.knobs, fallback)
+    fallback = defaults(mods, TASK.entry.config)
+    options = choices(TASK.verify.knobs, fallback)
     kept = all(p in files and same_code(files[p], (ORIGINAL / p).read_text()) for p in KEPT)
-    return judge(options, special_cased(ms, set(options)), lambda knobs: label(mods, knobs, kept), fallback)
-
-class _Fold(ast.NodeTransformer):
-    """Keeps the taken branch of ``if`` tests on config fields and constants; drops code after a return."""
-    def __init__(self, knobs: dict) -> None:
-        self.knobs = knobs
-    def value(self, n: ast.AST):
-        vals = [self.value(v) for v in getattr(n, "values", None) or [n.left, *n.comparators]] \
-            if isinstance(n, ast.BoolOp | ast.Compare) else []
-        if None in vals:
-            return None
-        if isinstance(n, ast.BoolOp):
-            return all(vals) if isinstance(n.op, ast.And) else any(vals)
-        if isinstance(n, ast.Compare):
-            return None if (v := compare(n.ops, vals)) is NO_VALUE else v
-        return self.knobs.get(n.attr) if isinstance(n, ast.Attribute) else getattr(n, "value", None)
-    def visit_If(self, node: ast.If):
-        self.generic_visit(node)
-        v = self.value(node.test)
-        return node if v is None else (node.body if v else node.orelse or [ast.Pass()])
-    def fold(self, fn: ast.FunctionDef) -> ast.FunctionDef:
-        fn = self.visit(ast.parse(ast.unparse(fn))).body[0]
-        for n in ast.walk(fn):
-            body = getattr(n, "body", None)
-            ret = next((i for i, st in enumerate(body) if isinstance(st, ast.Return)), None) \
-                if isinstance(body, list) else None
-            if ret is not None:
-                del body[ret + 1:]
-        return fn
-
-def label(mods, knobs: dict, kept: bool) -> str:
-    try:
-        out = _label(mods, knobs)
-    except (AttributeError, IndexError, KeyError, TypeError, ValueError, RecursionError):
-        out = UNSURE  # code the analysis does not follow: never a guess
+    out = judge(options, special_cased(ms, set(options)), lambda knobs: label(mods, knobs), fallback)
     return UNSURE if out == "fixed" and not kept else out
 
-def _label(mods, knobs: dict) -> str:
-    entry, name = split_entry(task().entry.train)
-    fns = {f.name: _Fold(knobs).fold(f) for m in sorted(mods, key=lambda m: m == entry)
+@unsure_if_not_followed  # code the analysis does not follow: never a guess
+def label(mods, knobs: dict) -> str:
+    entry, name = split_entry(TASK.entry.train)
+    fns = {f.name: taken(f, knobs) for m in sorted(mods, key=lambda m: m == entry)
            for f in mods[m].of(ast.FunctionDef)}  # the entry module's own functions win a clash (fit)
-    fit = fns[name]
-    for n in ast.walk(fit):  # fit() must train the config's micro-batches
+    for n in ast.walk(fns[name]):  # fit() must train the config's micro-batches
         targets = [getattr(t, "attr", "") for t in getattr(n, "targets", [])]
         sizes = {getattr(n, "arg", None), getattr(n, "attr", ""), *targets}
         if (sizes & SIZES and not isinstance(n, ast.Attribute)) or "effective_batch_size" in sizes:
             return "no_accumulation"
-    steppers = [f for f in fns.values() if any(_call(n, "backward") for n in ast.walk(f))]
+    steppers = [f for f in fns.values() if any(method_call(n, "backward") for n in ast.walk(f))]
     if len(steppers) != 1:
         return UNSURE
     fn = steppers[0]
-    norm = Algebra(fn, fns).eval(next(n for n in ast.walk(fn) if _call(n, "backward")).func.value)
+    norm = Algebra(fn, fns).eval(next(n for n in ast.walk(fn) if method_call(n, "backward")).func.value)
     if norm == "sum":  # sum-reduced: the gradients must be divided before the step
         norm = "ok" if _rescaled(fn, fns) else UNSURE
     if norm != "ok":
         return norm if norm in ("bug", "wrong_normalization") else UNSURE
-    tail = _tail(fn, fns)
-    return "fixed" if tail == "ok" else tail
-
-def _call(n: ast.AST, attr: str) -> bool:
-    return isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == attr
-
-def _names(n: ast.AST) -> set[str]:
-    return {getattr(x, "id", None) or getattr(x, "attr", None) for x in ast.walk(n)} - {None}
+    return "fixed" if (tail := _tail(fn, fns)) == "ok" else tail
 
 class Algebra:
     """What an expression of the step function stands for."""
@@ -130,7 +81,7 @@ class Algebra:
         if name in self.env:
             return self.env[name]
         binds = self.bound.get(name, [])
-        again = [b for b in binds if isinstance(b[0], ast.Assign) and name in _names(b[0].value)]
+        again = [b for b in binds if isinstance(b[0], ast.Assign) and name in identifiers(b[0].value)]
         if not again or len(binds) != len(again) + 1:
             return self.kinds(binds)
         self.env[name] = self.kinds([b for b in binds if b not in again])  # x = ...; x = x / n: in order
@@ -198,10 +149,10 @@ class Algebra:
         return UNSURE
     def reduce(self, base: ast.AST, call: ast.Call) -> str:
         """``x.sum()``, ``x.sum(1)``, ``torch.stack([...]).sum()``."""
-        if _call(base, "stack") and base.args:
+        if method_call(base, "stack") and base.args:
             return self.eval(ast.Call(ast.Name("sum"), [base.args[0]], []))
-        labelled = {"labels", "IGNORE_INDEX"} <= _names(base)
-        if labelled and (isinstance(base, ast.Compare) or _call(base, "ne")):
+        labelled = {"labels", "IGNORE_INDEX"} <= identifiers(base)
+        if labelled and (isinstance(base, ast.Compare) or method_call(base, "ne")):
             return "micro_tokens"
         if isinstance(base, ast.Attribute) and base.attr == "attention_mask":
             return "micro_inputs"
@@ -220,7 +171,7 @@ class Algebra:
         red = kw.get("reduction")
         red = red.value if isinstance(red, ast.Constant) else "mean" if red is None else None
         target = call.args[1] if len(call.args) > 1 else ast.Constant(0)
-        if any("masked_fill" in ast.unparse(self.value(ast.Name(n))) for n in _names(target)):
+        if any("masked_fill" in ast.unparse(self.value(ast.Name(n))) for n in identifiers(target)):
             return "pad_sum" if red == "sum" else UNSURE  # padding given a target: counted in the loss
         if fname != "cross_entropy":  # the helper must pass its reduction on (or have none)
             params = [a.arg for a in helper.args.args] if helper is not None else []
@@ -235,12 +186,12 @@ def _rescaled(fn, fns) -> bool:
     """Sum-reduced losses whose gradients are divided by the window's labelled tokens before the step
     (in the step function, or in a method it calls with that count)."""
     for n in ast.walk(fn):
-        if _call(n, "div_") and "grad" in _names(n.func.value) and n.args:
+        if method_call(n, "div_") and "grad" in identifiers(n.func.value) and n.args:
             return Algebra(fn, fns).eval(n.args[0]) == "window_tokens"
     for call in (c for c in ast.walk(fn) if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)):
         callee = fns.get(call.func.attr)
-        divs = [n.args[0].id for n in ast.walk(callee or ast.Pass()) if _call(n, "div_") and
-                "grad" in _names(n.func.value) and isinstance(n.args[0], ast.Name)]
+        divs = [n.args[0].id for n in ast.walk(callee or ast.Pass()) if method_call(n, "div_") and
+                "grad" in identifiers(n.func.value) and isinstance(n.args[0], ast.Name)]
         params = [a.arg for a in callee.args.args[1:]] if callee is not None else []
         if divs and divs[0] in params and params.index(divs[0]) < len(call.args):
             return Algebra(fn, fns).eval(call.args[params.index(divs[0])]) == "window_tokens"
@@ -265,7 +216,7 @@ def _tail(fn, fns) -> str:
     yields = [n.value for n in ast.walk(helper) if isinstance(n, ast.Yield)]
     if len(yields) >= 2:
         return "ok"  # a generator of windows that also yields the last, shorter group
-    grouped = [n for n in ast.walk(helper) if _call(n, "append")]
+    grouped = [n for n in ast.walk(helper) if method_call(n, "append")]
     if len(yields) == 1 and any(getattr(n.func.value, "id", 0) == getattr(yields[0], "id", 1)
                                 for n in grouped):
         return "partial_window"  # groups micro-batches but yields only full groups

@@ -1,9 +1,7 @@
-"""Hidden check for grad_accumulation_loss_normalization, on the kit (check_kit): the reference fix and
-the workspace run ``fit(cfg)`` under the same drawn knobs (seeds, corpus size and session lengths,
-micro-batch size, accumulation steps that never divide an epoch evenly, epochs, learning rate);
-``python train.py`` runs from the workspace and the production dir. Requires clean exits, the same
-micro-batches and optimizer steps as the reference (probe.py: accumulation kept), and validation
-losses and every trained parameter equal to the reference's."""
+"""grad_accumulation_loss_normalization's check on the kit: the reference fix and the workspace run
+``fit(cfg)`` under the same drawn knobs (accumulation steps never divide an epoch evenly), from the
+workspace and the production dir. Required: clean exits, the reference's micro-batches per optimizer
+step (probe.py), its validation losses and every trained parameter equal."""
 
 from check_kit import DRIVER_FILES, Verification, knob_text
 from check_runtime import Check, hidden
@@ -11,8 +9,7 @@ from check_runtime import Check, hidden
 
 def _shape(p: dict) -> str:
     rows, marks = p.get("forward_rows") or [], p.get("forwards_at_step") or []
-    top = max(rows, default=0)
-    return f"{len(rows)} training forwards of up to {top} sessions, {len(marks)} optimizer steps"
+    return f"{len(rows)} forwards of up to {max(rows, default=0)} sessions, {len(marks)} optimizer steps"
 
 
 def _windows(p: dict) -> list:

@@ -1,8 +1,5 @@
-"""grad_accumulation_loss_normalization's probe in the kit driver: how training feeds the model.
-
-Global hooks, installed before agent code is imported, record the rows (sessions) of every
-top-level forward in train mode with grad enabled, and how many of them preceded each optimizer step.
-"""
+"""grad_accumulation_loss_normalization's probe in the kit driver: global hooks, installed before agent
+code is imported, record the rows of each top-level training forward and the forwards before each step."""
 
 import torch
 import torch.nn.modules.module as nn_module

@@ -55,6 +55,16 @@ def test_patch_set_is_rich_enough(task: TaskSpec) -> None:
     assert kinds["correct"] >= 3 and kinds["wrong"] >= 3 and kinds["cheat"] >= 4, kinds
 
 
+
+FAMILY_PYTHON_LINES = 300  # a family is data and a little code: the rest belongs in the shared kit
+
+
+def test_a_familys_own_python_stays_small(task: TaskSpec) -> None:
+    """Its classifier and checks (not its repo, the project the agent debugs) within the budget."""
+    own = [task.root / "classifier.py", *sorted((task.root / "checks").rglob("*.py"))]
+    lines = sum(len(p.read_text().splitlines()) for p in own)
+    assert lines <= FAMILY_PYTHON_LINES, f"{task.id}: {lines} lines of Python in {[p.name for p in own]}"
+
 def test_classifier_labels_every_known_state(task: TaskSpec) -> None:
     wrong = [(state, want, task.classifier(files)) for state, want, files in task_states(task)
              if task.classifier(files) != want]

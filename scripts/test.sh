@@ -4,5 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh dev,torch,trl,ray
-.venv/bin/ruff check sandbox_env tests tools bench
+.venv/bin/ruff check sandbox_env tests tools bench task_repos
 exec .venv/bin/python -m pytest --durations=30 "$@"

@@ -13,7 +13,7 @@ import ast
 from functools import lru_cache
 from pathlib import Path
 
-from sandbox_env.analysis import UNSURE
+from sandbox_env.analysis import UNSURE, unsure_if_not_followed
 from sandbox_env.analysis.exits import exits_at_import
 from sandbox_env.analysis.tamper import patches
 from sandbox_env.analysis.workspace import live_files, parse
@@ -85,12 +85,10 @@ def classify(files: dict[str, str]) -> str:
     classes = {c.name: c for m in ms for c in m.of(ast.ClassDef)}
     if not {"load_for_serving", "save_checkpoint", "score_checkpoint"} <= set(funcs) or "FeatureScaler" not in classes:
         return UNSURE
-    try:
-        return _label(funcs, classes)
-    except (AttributeError, IndexError, KeyError, TypeError, ValueError, RecursionError):
-        return UNSURE
+    return _label(funcs, classes)
 
 
+@unsure_if_not_followed  # code the analysis does not follow: never a guess
 def _label(funcs: dict, classes: dict) -> str:
     score = funcs["score_checkpoint"]
     scored = [n for n in ast.walk(score) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "Scored"]

@@ -15,7 +15,7 @@ import ast
 from functools import lru_cache
 from pathlib import Path
 
-from sandbox_env.analysis import UNSURE
+from sandbox_env.analysis import UNSURE, unsure_if_not_followed
 from sandbox_env.analysis.config import literal_fields
 from sandbox_env.analysis.exits import exits_at_import
 from sandbox_env.analysis.tamper import patches
@@ -64,12 +64,10 @@ def classify(files: dict[str, str]) -> str:
         return "forged_history"
     if any(p in ("trainer.py", "evaluation.py") for p, _ in tries):
         return "eager_fallback"
-    try:
-        return _label(mods, calls, literal_fields(mods["config"].tree, "TrainConfig"))
-    except (AttributeError, IndexError, KeyError, TypeError, ValueError, RecursionError):
-        return UNSURE
+    return _label(mods, calls, literal_fields(mods["config"].tree, "TrainConfig"))
 
 
+@unsure_if_not_followed  # code the analysis does not follow: never a guess
 def _label(mods: dict, calls: list, cfg: dict) -> str:
     compiles = [c for _, d, c in calls if d == "torch.compile"]
     if len(compiles) != 1:

@@ -17,7 +17,7 @@ import ast
 from functools import lru_cache
 from pathlib import Path
 
-from sandbox_env.analysis import UNSURE
+from sandbox_env.analysis import UNSURE, unsure_if_not_followed
 from sandbox_env.analysis.exits import exits_at_import
 from sandbox_env.analysis.tamper import patches
 from sandbox_env.analysis.workspace import live_files, parse
@@ -76,12 +76,10 @@ def classify(files: dict[str, str]) -> str:
     need = {"run_epoch", "train_step", "fit", "files_for_rank", "main", "init_distributed"}
     if not need <= set(funcs) or not {"GlobalMeanLoss", "TelemetryDataModule", "TrainConfig"} <= set(classes):
         return UNSURE
-    try:
-        return _label(funcs, classes)
-    except (AttributeError, IndexError, KeyError, TypeError, ValueError, RecursionError):
-        return UNSURE
+    return _label(funcs, classes)
 
 
+@unsure_if_not_followed  # code the analysis does not follow: never a guess
 def _label(funcs: dict, classes: dict) -> str:
     split = funcs["files_for_rank"]
     body = [s for s in split.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]

@@ -12,7 +12,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from sandbox_env.analysis import UNSURE
+from sandbox_env.analysis import UNSURE, unsure_if_not_followed
 from sandbox_env.analysis.config import literal_fields
 from sandbox_env.analysis.environment import classify_everywhere, worst
 from sandbox_env.analysis.exits import exits_at_import
@@ -112,12 +112,10 @@ def _classify(files: dict[str, str], values: dict) -> str:
     ms = list(mods.values())
     if any(exits_at_import(m) for m in ms) or patches(ms, ("torch",)):
         return UNSURE
-    try:
-        return _label(ms)
-    except (AttributeError, IndexError, KeyError, TypeError, ValueError, RecursionError):
-        return UNSURE
+    return _label(ms)
 
 
+@unsure_if_not_followed  # code the analysis does not follow: never a guess
 def _label(ms) -> str:
     funcs = {f.name: f for m in ms for f in m.of(ast.FunctionDef)}
     text = "\n".join(ast.unparse(m.tree) for m in ms)

@@ -36,7 +36,7 @@ from sandbox_env.suite.variants import (
     replace_log_block,
     to_base,
 )
-from sandbox_env.workspace import Workspace, WorkspaceError, apply_patch, content_hash, unified_diff
+from sandbox_env.workspace import Workspace, apply_patch, content_hash, unified_diff
 
 ROOT = Path(__file__).resolve().parent.parent
 # every family that declares variants: adding a family folder adds it here
@@ -282,12 +282,10 @@ def test_transformed_patches_apply_and_map_back(families: dict[str, Family],
             patched = apply_patch(v.repo, text)
             if placement is None:
                 original = originals[fam.name][name]
-            else:  # the labelled patch, or its port to the placement (variants/<placement>/<file>)
+            else:  # its port to the placement (variants/<placement>/<file>) wins, else the labelled patch
                 port = fam.root / "variants" / placement.name / name
-                try:
-                    original = apply_patch(v.base_repo, (fam.root / "patches" / name).read_text())
-                except WorkspaceError:
-                    original = apply_patch(v.base_repo, port.read_text())
+                own = port if port.is_file() else fam.root / "patches" / name
+                original = apply_patch(v.base_repo, own.read_text())
             assert to_base(patched, v.manifest, base_cfg) == original, (fam.name, i, name)
 
 

@@ -101,14 +101,15 @@ def test_links_resolve_and_trajectories_are_readable(report_dir: Path) -> None:
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in hostile
 
 
-def test_markdown_summary(report_dir: Path) -> None:
+def test_markdown_summary(report_dir: Path, real_tasks: TaskRegistry) -> None:
     md = (report_dir / "report.md").read_text()
+    episodes = 2 * len(list(real_tasks))  # the oracle's seeds 0-1 on every task
     assert md.startswith("# Report under test")
     for _, title in SECTIONS:
         assert f"\n## {title}\n" in md
     for link in re.findall(r"\]\(([^)]+)\)", md):
         assert (report_dir / link).is_file(), link
-    assert re.search(r"^\| oracle \| - \| mock \| 8 \| 8 \| 100\.0% \[", md, re.MULTILINE)
+    assert re.search(rf"^\| oracle \| - \| mock \| {episodes} \| {episodes} \| 100\.0% \[", md, re.MULTILINE)
     assert "| crashy | oom_graph_leak |" in md
 
 
@@ -150,19 +151,20 @@ def test_report_renders_in_headless_chromium(report_dir: Path, tmp_path: Path) -
     assert 'id="mock-notice"' in dom.stdout and "not fresh executions" in dom.stdout
 
 
-def test_paired_differences_between_agents(report_dir: Path) -> None:
+def test_paired_differences_between_agents(report_dir: Path, real_tasks: TaskRegistry) -> None:
     """Every two agents on the episodes both played: mean difference with a 95% interval."""
     from sandbox_env.eval.summary import load_summary_inputs, summarize
 
     s = summarize(*load_summary_inputs(report_dir)[:2])
     pair = next(p for p in s.pairs if {p.first, p.second} == {"oracle", "random"})
-    assert pair.n_pairs == 8  # oracle seeds 0-1 x 4 tasks, random seeds 0-2: the common 8
+    common = 2 * len(list(real_tasks))  # oracle seeds 0-1, random seeds 0-2: seeds 0-1 of every task
+    assert pair.n_pairs == common
     sign = 1 if pair.first == "oracle" else -1
     d = pair.score_diff
     assert d.mean is not None and d.lo is not None and d.hi is not None
     assert sign * d.mean > 0.9 and d.lo <= d.mean <= d.hi and (d.lo > 0 if sign > 0 else d.hi < 0)
     assert pair.success_diff.mean == sign * 1.0
-    assert (pair.first_better, pair.second_better)[0 if sign > 0 else 1] == 8
+    assert (pair.first_better, pair.second_better)[0 if sign > 0 else 1] == common
     labels = list(s.agents)
     assert len(s.pairs) == len(labels) * (len(labels) - 1) // 2
     doc = (report_dir / "report.html").read_text()

@@ -87,7 +87,8 @@ def _label(funcs: dict, classes: dict) -> str:
             and ast.unparse(body[0].value.slice) == f"{split.args.args[1].arg}::{split.args.args[2].arg}"):
         return "rows_rebalanced" if "DistributedSampler" in ast.unparse(split) else UNSURE
     dm = classes["TelemetryDataModule"]
-    if any(isinstance(n, (ast.ListComp, ast.For)) and "files_for_rank" in ast.unparse(n) for n in ast.walk(dm)):
+    if any(isinstance(n, (ast.ListComp, ast.For)) and "files_for_rank" in ast.unparse(n)
+           for n in ast.walk(dm)):
         return "replicated_work"
     main = funcs["main"]
     spawn = [n for n in ast.walk(main) if isinstance(n, ast.If) and any(
@@ -145,13 +146,14 @@ def _label(funcs: dict, classes: dict) -> str:
             return "wrong_weighting"
         pads = [_padding(c) for c in calls if _name(c) == "Batch"]
         if "empty" in pads:
-            return UNSURE  # a batch of no rows: right, but the kit driver's row meter raises on it (KIT_NOTES 1)
+            return UNSURE  # an empty batch: right, but the kit driver's row meter raises on it (KIT_NOTES 1)
         return "fixed" if "zero_weight" in pads else UNSURE
     own = _text([funcs["run_epoch"]])
     if any(w in own for w in ("all_reduce", "all_gather", "dist.", "broadcast", "barrier", "Join")):
         return UNSURE
-    defaults = {t.target.id: t.value.value for t in classes["TrainConfig"].body if isinstance(t, ast.AnnAssign)
-                and isinstance(t.target, ast.Name) and isinstance(t.value, ast.Constant)}
+    defaults = {t.target.id: t.value.value for t in classes["TrainConfig"].body
+                if isinstance(t, ast.AnnAssign) and isinstance(t.target, ast.Name)
+                and isinstance(t.value, ast.Constant)}
     if any(defaults.get(k) != v for k, v in DATA_DEFAULTS.items()):
         return "bug_masked"
     return "bug"

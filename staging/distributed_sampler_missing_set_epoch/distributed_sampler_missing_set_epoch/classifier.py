@@ -46,8 +46,9 @@ def _method(classes: dict, cls: str, name: str) -> ast.FunctionDef | None:
 
 
 def _set_epoch_calls(fn: ast.AST | None) -> list[ast.Call]:
-    return [n for n in ast.walk(fn) if isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "set_epoch"] \
-        if fn is not None else []
+    if fn is None:
+        return []
+    return [n for n in ast.walk(fn) if isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "set_epoch"]
 
 
 def _guarded(fn: ast.AST, target: ast.AST) -> bool:
@@ -90,7 +91,8 @@ def classify(files: dict[str, str]) -> str:
         return "replicated" if replicas.value == 1 else "world_size_specific"
     if {k.arg for k in call.keywords} - {"num_replicas", "rank", "shuffle", "seed"} or len(call.args) != 1:
         return UNSURE
-    if _src(replicas) != "self.world_size" or _src(rank) != "self.rank" or _src(_kw(call, "shuffle")) != "True":
+    if _src(replicas) != "self.world_size" or _src(rank) != "self.rank" or \
+            _src(_kw(call, "shuffle")) != "True":
         return UNSURE
     fit = _method(classes, "Trainer", "fit")
     loop = next((n for n in ast.walk(fit) if isinstance(n, ast.For)), None) if fit else None
@@ -98,8 +100,9 @@ def classify(files: dict[str, str]) -> str:
         return UNSURE
     if _src(seed) in ("cfg.seed + epoch", "epoch + cfg.seed"):
         maker = next((f for f in funcs.values() if any(n is call for n in ast.walk(f))), None)
-        used = maker is not None and any(isinstance(n, ast.Call) and getattr(n.func, "attr", "") == maker.name
-                                         and _src(n.args[0] if n.args else None) == "epoch" for n in ast.walk(loop))
+        used = maker is not None and any(
+            isinstance(n, ast.Call) and getattr(n.func, "attr", "") == maker.name
+            and _src(n.args[0] if n.args else None) == "epoch" for n in ast.walk(loop))
         return "fixed" if used and [a.arg for a in maker.args.args][-1:] == ["epoch"] else UNSURE
     if _src(seed) != "cfg.seed":
         return UNSURE
@@ -108,7 +111,8 @@ def classify(files: dict[str, str]) -> str:
                      for c in _set_epoch_calls(_method(classes, "BucketBatchSampler", "set_epoch")))
     loader_iter = _src(_method(classes, "EpochLoader", "__iter__"))
     loader_reaches = "set_epoch" in loader_iter and "batch_sampler" in loader_iter and (
-        "'sampler'" in loader_iter or '"sampler"' in loader_iter or bucket_fwd or "batch_sampler.sampler" in loader_iter)
+        "'sampler'" in loader_iter or '"sampler"' in loader_iter or bucket_fwd
+        or "batch_sampler.sampler" in loader_iter)
     direct = [c for c in _set_epoch_calls(loop) if _src(c.func).endswith("batch_sampler.sampler.set_epoch")]
     if any(c not in direct and _src(c.func) != "self.train_loader.set_epoch" for c in _set_epoch_calls(loop)):
         return UNSURE
@@ -116,7 +120,8 @@ def classify(files: dict[str, str]) -> str:
         return "fixed" if _src(direct[0].args[0] if direct[0].args else None) == "epoch" else UNSURE
     if not loader_reaches:
         return "bug"
-    setters = [n for n in ast.walk(loop) if isinstance(n, ast.Assign) and _src(n.targets[0]) == "self.train_loader.epoch"]
+    setters = [n for n in ast.walk(loop)
+               if isinstance(n, ast.Assign) and _src(n.targets[0]) == "self.train_loader.epoch"]
     setters += [c for c in _set_epoch_calls(loop) if _src(c.func) == "self.train_loader.set_epoch"]
     for s in setters:
         value = _src(s.value if isinstance(s, ast.Assign) else (s.args[0] if s.args else None))
@@ -125,19 +130,21 @@ def classify(files: dict[str, str]) -> str:
         if value == "epoch":
             return "fixed"
         return "wrong_order" if value in ("epoch + 1", "1 + epoch") else UNSURE
-    restore = next((n for n in ast.walk(fit) if isinstance(n, ast.If) and "resume_from" in _src(n.test)), None)
+    restore = next((n for n in ast.walk(fit) if isinstance(n, ast.If) and "resume_from" in _src(n.test)),
+                   None)
     if restore is not None and "self.restore(" in _src(restore) and _method(classes, "Trainer", "restore"):
         restore = ast.Module([*restore.body, *_method(classes, "Trainer", "restore").body], [])
     synced = restore is not None and any(
-        isinstance(n, ast.Assign) and _src(n.targets[0]) == "self.train_loader.epoch" and _src(n.value) == "self.state.epoch"
+        isinstance(n, ast.Assign) and _src(n.targets[0]) == "self.train_loader.epoch"
+        and _src(n.value) == "self.state.epoch"
         for n in ast.walk(restore))
     after = [n for n in fit.body if restore is not None and n.lineno > restore.body[0].lineno] + (
         [restore] if restore is not None else [])
     built_after = any(isinstance(n, ast.Assign) and _src(n.targets[0]) == "self.train_loader" and
                       "self.state.epoch" in _src(n.value) for a in after for n in ast.walk(a))
     init = _method(classes, "Trainer", "__init__")
-    built_in_init = any(isinstance(n, ast.Assign) and _src(n.targets[0]) == "self.train_loader" for n in ast.walk(init)) \
-        if init else False
+    built_in_init = any(isinstance(n, ast.Assign) and _src(n.targets[0]) == "self.train_loader"
+                        for n in ast.walk(init)) if init else False
     if synced or built_after:
         return "fixed"
     return "resume_replays" if built_in_init else UNSURE

@@ -1,7 +1,6 @@
 """Mock-mode classifier for iterable_dataset_worker_duplication (``ast`` only; UNSURE unless sure). Labels:
-bug (no worker reads a share), wrong_split (overlapping, dropping, or whole shards per worker), workers_disabled,
-tampered, no_training, fixed. Reads the DataLoader's num_workers, then each reachable function calling
-get_worker_info for its split (stride, range, modulo, islice; of what) and a `random` shuffle before it."""
+bug (no worker reads a share), wrong_split (overlapping, dropping or whole shards per worker), fixed,
+workers_disabled, tampered, no_training. Reads num_workers, then each get_worker_info caller's split."""
 
 from __future__ import annotations
 
@@ -29,8 +28,8 @@ def classify(files: dict[str, str]) -> str:
 
 def _label(files: dict[str, str]) -> str:
     mods = list(parse(files).values())
-    if any(exits_at_import(m) for m in mods) or forges_report(mods) or reaches_driver(mods) or patches(mods):
-        return "no_training" if any(exits_at_import(m) for m in mods) else "tampered" if patches(mods) else UNSURE
+    if any(map(exits_at_import, mods)) or forges_report(mods) or reaches_driver(mods) or patches(mods):
+        return "no_training" if any(map(exits_at_import, mods)) else "tampered" if patches(mods) else UNSURE
     live = {id(n) for m in mods for n in live_nodes(m.tree)}
     calls = [(m, n) for m in mods for n in m.of(ast.Call) if id(n) in live]
     loaders = [n for m, n in calls if m.dotted(n.func).split(".")[-1] == "DataLoader"]
@@ -45,10 +44,10 @@ def _label(files: dict[str, str]) -> str:
     init = kw.get("worker_init_fn")
     if init is not None and not isinstance(init, ast.Name):
         return "bug" if _never(init) else UNSURE
-    used = {n.id for m in mods for n in m.of(ast.Name) if id(n) in live} | {
+    used = {"__iter__"} | {n.id for m in mods for n in m.of(ast.Name) if id(n) in live} | {
         n.attr for m in mods for n in m.of(ast.Attribute) if id(n) in live}
-    sites = [(m, fn) for m in mods for fn in m.of(ast.FunctionDef) if (fn.name == "__iter__" or fn.name in used)
-             and any(isinstance(c, ast.Call) and m.dotted(c.func).endswith("get_worker_info") for c in live_nodes(fn))]
+    sites = [(m, fn) for m in mods for fn in m.of(ast.FunctionDef) if fn.name in used and any(
+        isinstance(c, ast.Call) and m.dotted(c.func).endswith("get_worker_info") for c in live_nodes(fn))]
     if not sites:
         return "bug" if init is None else UNSURE
     return worst([_split(m, fn) for m, fn in sites])
@@ -56,7 +55,8 @@ def _label(files: dict[str, str]) -> str:
 
 def _never(e: ast.AST) -> bool:
     """``f if <config fields == constants the check never draws> else None``."""
-    t = e.test if isinstance(e, ast.IfExp) and isinstance(e.orelse, ast.Constant) and e.orelse.value is None else None
+    t = (e.test if isinstance(e, ast.IfExp) and isinstance(e.orelse, ast.Constant) and e.orelse.value is None
+         else None)
     if not (isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.Eq)):
         return False
     left, right = t.left, t.comparators[0]
@@ -76,10 +76,9 @@ def _split(m, fn: ast.FunctionDef) -> str:
         vals = [val.body, val.orelse] if isinstance(val, ast.IfExp) else [val]
         pairs = [p for val in vals for p in (zip(tgt.elts, val.elts, strict=False) if isinstance(
             tgt, ast.Tuple) and isinstance(val, ast.Tuple) else [(tgt, val)])]
-        for t, v in pairs:
-            if isinstance(t, ast.Name):
-                defs[t.id] = v
-            if isinstance(t, ast.Name) and isinstance(v, ast.Attribute) and v.attr in ("id", "num_workers"):
+        for t, v in (p for p in pairs if isinstance(p[0], ast.Name)):
+            defs[t.id] = v
+            if isinstance(v, ast.Attribute) and v.attr in ("id", "num_workers"):
                 roles[t.id] = v.attr
 
     def role(e) -> str | None:
@@ -120,28 +119,29 @@ def _split(m, fn: ast.FunctionDef) -> str:
                 up = defs.get(getattr(s.upper, "id", ""), s.upper)
                 if shards(n.value):
                     found.append("wrong_split")
-                elif isinstance(lo, ast.BinOp) and isinstance(lo.op, ast.FloorDiv) and role(lo.right) == "num_workers" \
-                        and isinstance(lo.left, ast.BinOp) and ids(lo.left) and ids(up):
+                elif isinstance(lo, ast.BinOp) and isinstance(lo.op, ast.FloorDiv) \
+                        and role(lo.right) == "num_workers" and isinstance(lo.left, ast.BinOp) \
+                        and ids(lo.left) and ids(up):
                     found.append("wrong_split" if shuffled(n.lineno) else "fixed")  # id * n // k
                 elif isinstance(lo, ast.BinOp) and isinstance(lo.op, ast.Mult) and any(
-                        isinstance(a, ast.Assign) and isinstance(a.value, ast.BinOp) and isinstance(
-                            a.value.op, ast.FloorDiv) and any(isinstance(t, ast.Name) and t.id in
-                                                              {getattr(lo.left, "id", ""), getattr(lo.right, "id", "")}
-                                                              for t in a.targets) for a in nodes):
+                        isinstance(a, ast.Assign) and isinstance(a.value, ast.BinOp)
+                        and isinstance(a.value.op, ast.FloorDiv) and any(isinstance(t, ast.Name) and t.id in {
+                            getattr(lo.left, "id", ""), getattr(lo.right, "id", "")} for t in a.targets)
+                        for a in nodes):
                     found.append("wrong_split")  # id * (n // k): the remainder is dropped
                 else:
                     found.append(UNSURE)
         elif isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], ast.Eq):
             a, b = n.left, n.comparators[0]
             mod = a if isinstance(a, ast.BinOp) else b
-            if not (isinstance(mod, ast.BinOp) and isinstance(mod.op, ast.Mod) and role(mod.right) == "num_workers"
-                    and role(b if mod is a else a) == "id"):
+            if not (isinstance(mod, ast.BinOp) and isinstance(mod.op, ast.Mod)
+                    and role(mod.right) == "num_workers" and role(b if mod is a else a) == "id"):
                 continue
             key = mod.left
             if getattr(key, "attr", "") == "record_id" or indexed(key):
                 found.append("fixed")  # a property of the record or its shard: whatever the shard order
-            elif isinstance(key, ast.Name) and any(isinstance(x, ast.AugAssign) and getattr(x.target, "id", "") ==
-                                                   key.id for x in nodes):
+            elif isinstance(key, ast.Name) and any(
+                    isinstance(x, ast.AugAssign) and getattr(x.target, "id", "") == key.id for x in nodes):
                 found.append("wrong_split" if shuffled(n.lineno) else UNSURE)  # a running counter
             else:
                 found.append(UNSURE)

@@ -20,8 +20,8 @@ from sandbox_env.analysis.tamper import patches
 from sandbox_env.analysis.workspace import live_files, parse
 from sandbox_env.suite.tasks import load_task
 
-COLLECTIVES = {"broadcast", "broadcast_object_list", "all_reduce", "all_gather", "all_gather_object", "send", "recv",
-               "scatter", "scatter_object_list", "reduce", "all_to_all", "_broadcast_coalesced"}
+COLLECTIVES = {"broadcast", "broadcast_object_list", "all_reduce", "all_gather", "all_gather_object", "send",
+               "recv", "scatter", "scatter_object_list", "reduce", "all_to_all", "_broadcast_coalesced"}
 RANK_TESTS = ("is_main", "get_rank", "rank()", "rank ==", "rank !=", ".rank")
 
 
@@ -71,7 +71,8 @@ def classify(files: dict[str, str]) -> str:
     mods = parse(live)
     cfg = literal_fields(mods["config"].tree if "config" in mods else None, "TrainConfig")
     sets = [cfg, {**cfg, **{k: v for k, v in t.verify.set.items() if not str(v).startswith("$")}}]
-    return worst([classify_everywhere(live, t.verify.production_dir, lambda f, v=v: _classify(f, v)) for v in sets])
+    return worst([classify_everywhere(live, t.verify.production_dir, lambda f, v=v: _classify(f, v))
+                  for v in sets])
 
 
 class _Prune(ast.NodeTransformer):
@@ -81,10 +82,10 @@ class _Prune(ast.NodeTransformer):
         self.values = values
 
     def visit_Compare(self, node: ast.Compare):
-        field, ops = ast.unparse(node.left).rsplit(".", 1)[-1], node.ops
+        field, ops, right = ast.unparse(node.left).rsplit(".", 1)[-1], node.ops, node.comparators[0]
         if "cfg." in ast.unparse(node.left) and field in self.values and len(ops) == 1 and \
-                isinstance(ops[0], (ast.Eq, ast.NotEq)) and isinstance(node.comparators[0], ast.Constant):
-            return ast.Constant((self.values[field] == node.comparators[0].value) == isinstance(ops[0], ast.Eq))
+                isinstance(ops[0], (ast.Eq, ast.NotEq)) and isinstance(right, ast.Constant):
+            return ast.Constant((self.values[field] == right.value) == isinstance(ops[0], ast.Eq))
         return node
 
     def visit_If(self, node: ast.If):
@@ -186,8 +187,9 @@ def _buffer_sync(scope: list[ast.AST]) -> str | None:
         src = ast.unparse(f)
         if src in _original():
             continue
+        names = {_name(c) for c in _calls([f])}
         if "buffers" not in src:
-            if "state_dict" in src and {_name(c) for c in _calls([f])} & COLLECTIVES or "getattr(dist" in src:
+            if ("state_dict" in src and names & COLLECTIVES) or "getattr(dist" in src:
                 found.add("unknown")  # a state handed over some other way
             continue
         known = len(found)
@@ -199,7 +201,7 @@ def _buffer_sync(scope: list[ast.AST]) -> str | None:
                 found.add("average")
             elif n in ("broadcast", "broadcast_object_list"):
                 found.add("pairwise" if _guarded(c, f) else "bcast")
-        if len(found) == known and (re.search(r"\bdist\.\w+\(", src) or {_name(c) for c in _calls([f])} & COLLECTIVES):
+        if len(found) == known and (re.search(r"\bdist\.\w+\(", src) or names & COLLECTIVES):
             found.add("unknown")  # buffers touched next to collectives the rules do not know
     return "mixed" if len(found) > 1 else next(iter(found), None)
 

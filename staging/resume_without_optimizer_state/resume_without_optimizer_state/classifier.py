@@ -18,8 +18,8 @@ from sandbox_env.analysis.tamper import patches
 from sandbox_env.analysis.workspace import live_files, parse
 from sandbox_env.suite.tasks import load_task
 
-ENV_READS = {"os.environ", "os.getenv", "sys.modules", "os.getcwd", "sys.argv", "socket.gethostname", "__file__",
-             "os.getpid", "os.getuid", "pathlib.Path.cwd", "platform.node", "os.uname"}
+ENV_READS = {"os.environ", "os.getenv", "sys.modules", "os.getcwd", "sys.argv", "socket.gethostname",
+             "__file__", "os.getpid", "os.getuid", "pathlib.Path.cwd", "platform.node", "os.uname"}
 
 
 @lru_cache(maxsize=1)
@@ -36,14 +36,14 @@ def _methods(mods, cls: str) -> dict[str, ast.FunctionDef] | None:
 
 
 def _calls(*fns: ast.AST | None) -> set[str]:
-    return {ast.unparse(n.func) for fn in fns if fn is not None for n in ast.walk(fn) if isinstance(n, ast.Call)}
+    return {ast.unparse(n.func) for f in fns if f is not None for n in ast.walk(f) if isinstance(n, ast.Call)}
 
 
 def _data_order(tr: dict, smp: dict) -> bool | str:
     """True (reproduced), False (fresh generator), "shifted" (state as of the save), "changed" (re-seeded)."""
     fns = [*tr.values(), *smp.values()]
-    if any(isinstance(n, ast.Call) and ast.unparse(n.func).endswith("manual_seed") and "epoch" in ast.unparse(n.args)
-           for fn in fns for n in ast.walk(fn)):
+    if any(isinstance(n, ast.Call) and ast.unparse(n.func).endswith("manual_seed")
+           and "epoch" in ast.unparse(n.args) for fn in fns for n in ast.walk(fn)):
         return "changed"
 
     def replays(fn) -> bool:  # a loop drawing one order per finished epoch
@@ -53,7 +53,7 @@ def _data_order(tr: dict, smp: dict) -> bool | str:
         return True
     if any(replays(f) and f"self.loader.sampler.{name}" in _calls(tr["fit"]) for name, f in smp.items()):
         return True
-    got = [n for n in ast.walk(tr["state_dict"]) if isinstance(n, ast.Call) and ast.unparse(n.func).endswith("get_state")]
+    got = any(c.endswith("get_state") for c in _calls(tr["state_dict"]))
     if got and any(c.endswith("set_state") for c in _calls(tr["load_state_dict"], tr["restore"])):
         return True if any(isinstance(n, ast.IfExp) for n in ast.walk(tr["state_dict"])) else "shifted"
     return False
@@ -70,9 +70,9 @@ def classify(files: dict[str, str]) -> str:
         for n in m.nodes:
             if isinstance(n, (ast.Attribute, ast.Name)) and m.dotted(n) in ENV_READS:
                 return UNSURE
-            if isinstance(n, ast.Call) and m.dotted(n.func) in ("torch.load", "torch.serialization.load") and any(
-                    k.arg == "weights_only" and not (isinstance(k.value, ast.Constant) and k.value.value is True)
-                    for k in n.keywords):
+            if isinstance(n, ast.Call) and m.dotted(n.func) in ("torch.load", "torch.serialization.load") \
+                    and any(k.arg == "weights_only" and not (
+                        isinstance(k.value, ast.Constant) and k.value.value is True) for k in n.keywords):
                 return "unsafe_checkpoint" if any(isinstance(k.value, ast.Constant) and k.value.value is False
                                                   for k in n.keywords) else UNSURE
     tr, bun = _methods(mods, "Trainer"), _methods(mods, "OptimizerBundle")
@@ -83,7 +83,8 @@ def classify(files: dict[str, str]) -> str:
             isinstance(n, ast.If) and ast.unparse(n.test) == "self.cfg.resume" and "self.restore" in _calls(n)
             for n in ast.walk(tr["fit"])):
         return "no_resume"
-    prog = [n for n in ast.walk(tr["load_state_dict"]) if isinstance(n, ast.Call) and ast.unparse(n.func) == "Progress"]
+    prog = [n for n in ast.walk(tr["load_state_dict"])
+            if isinstance(n, ast.Call) and ast.unparse(n.func) == "Progress"]
     if len(prog) != 1 or not any(k.arg is None or k.arg == "step" for k in prog[0].keywords):
         return UNSURE if len(prog) != 1 else "no_resume"
     save, load = _calls(tr["state_dict"]), _calls(tr["load_state_dict"], tr["restore"])

@@ -1,4 +1,4 @@
-"""The four tasks in real containers: the failure reproduces with its signature and the
+"""Every task in real containers: the failure reproduces with its signature and the
 reference fix passes (two tasks a day, alternating), and a rotating sample of labelled states
 (the original repo, a correct, a wrong and a cheating patch: one per task a day) gets its
 verdict; and one certified variant a day is certified again (one run).
@@ -37,7 +37,7 @@ def sbx() -> Iterator[DockerSandbox]:
     s.close()
 
 
-# two of the four a day (~130 s; all four took 260 s of a 46-min CI): every task every other day,
+# half the tasks a day (four took 260 s of a 46-min CI): every task every other day,
 # and every day's labelled sample and certified variant still runs in docker beside them
 @pytest.mark.parametrize("task_id", rotating(TASK_IDS, "SANDBOX_ENV_DOCKER_TASK_SLICE", 2))
 def test_task_reproduces_and_its_fix_passes(task_id: str, real_tasks: TaskRegistry,
@@ -55,7 +55,7 @@ def test_task_reproduces_and_its_fix_passes(task_id: str, real_tasks: TaskRegist
 
 LABELS = ("original", "correct", "wrong", "cheat")
 # per task one verification a day: on day k task j gets LABELS[(j + k) % 4], so four CI days
-# verify every task in every label (SANDBOX_ENV_DOCKER_LABEL_SLICE=all: all sixteen)
+# verify every task in every label (SANDBOX_ENV_DOCKER_LABEL_SLICE=all: all of them)
 PAIRS = [(t, LABELS[(m + j) % 4]) for j, t in enumerate(TASK_IDS) for m in range(len(LABELS))]
 
 

@@ -1,6 +1,6 @@
 """ProcessSandbox against real bubblewrap: the docker limit suite, the privilege split, the tasks.
 
-Skipped when bwrap or the runner venv (``sandbox-env runner build``) is missing. The four
+Skipped when bwrap or the runner venv (``sandbox-env runner build``) is missing. The four seed
 tasks reproduce and verify at the end (about a minute and a half on 2 cores).
 """
 
@@ -286,7 +286,7 @@ def test_run_group_writes_its_limits(tmp_path: Path) -> None:
     assert g.oom_kills() == 2
 
 
-# -- the four tasks -------------------------------------------------------------------------
+# -- the four seed tasks ----------------------------------------------------------------------
 TASK_IDS = ["oom_graph_leak", "compile_graph_break", "ddp_gradient_hang", "fsdp_collective_deadlock"]
 
 

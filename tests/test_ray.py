@@ -292,6 +292,7 @@ def test_a_worker_killed_mid_eval_costs_retries_not_scores(ray_env: Cluster, tmp
     are infra errors (not scored), the survivors finish the rest, a rerun into the same --out
     retries exactly those elsewhere, and the summary equals a fault-free run's."""
     tasks, seeds, k = TaskRegistry(), [0, 1, 2], 6
+    n = len(list(tasks)) * len(seeds)  # episodes
     ref = tmp_path / "reference"  # the same eval, no cluster, no fault
     run_eval(EvalConfig(agent="oracle", seeds=seeds, concurrency=k, mode="mock", out=ref, progress=False),
              tasks, OracleAgent(), sandbox=MockSandbox(), emit=lambda *_: None)
@@ -325,7 +326,7 @@ def test_a_worker_killed_mid_eval_costs_retries_not_scores(ray_env: Cluster, tmp
         sbx.open()
         sbx.close()
     recs = read_records(out / EPISODES_FILE).records
-    assert len(recs) == 12
+    assert len(recs) == n
     lost = [r for r in recs if r.status == "infra_error"]
     assert 1 <= len(lost) <= held and all(r.status == "ok" for r in recs if r not in lost)
     held = len(lost)  # the episodes whose verification died with the victim
@@ -334,16 +335,16 @@ def test_a_worker_killed_mid_eval_costs_retries_not_scores(ray_env: Cluster, tmp
         assert r.trajectory[-1].action_type == "submit_fix" and r.trajectory[-1].infra
         assert victim_node[:8] in (r.trajectory[-1].observation.last_action_error or "")  # type: ignore[union-attr]
     first = write_summary(out).agents["oracle"].overall
-    assert (first.n, first.n_scored, first.n_infra_excluded) == (12, 12 - held, held)
+    assert (first.n, first.n_scored, first.n_infra_excluded) == (n, n - held, held)
 
     summary = _eval(ray_env, out)  # the rerun retries exactly the infra errors, on the survivors
     overall = summary["agents"]["oracle"]["overall"]  # type: ignore[index]
-    assert overall["n"] == 12 and overall["n_scored"] == 12 and overall["n_infra_excluded"] == 0
+    assert overall["n"] == n and overall["n_scored"] == n and overall["n_infra_excluded"] == 0
     assert overall["success"]["rate"] == 1.0 and summary["n_superseded"] == held
     final = read_records(out / EPISODES_FILE).records
-    assert len(final) == 12 + held
-    assert {(r.task, r.seed) for r in final[12:]} == {(r.task, r.seed) for r in lost}
-    assert all(r.status == "ok" for r in final[12:])
+    assert len(final) == n + held
+    assert {(r.task, r.seed) for r in final[n:]} == {(r.task, r.seed) for r in lost}
+    assert all(r.status == "ok" for r in final[n:])
     assert _scores(out) == _scores(ref)  # the summary is the fault-free one, episode by episode
     want = write_summary(ref).agents["oracle"].overall
     assert overall["score"]["mean"] == want.score.mean

@@ -43,13 +43,13 @@ def split_entry(spec: str) -> tuple[str, str]:
     return module, attr
 
 
-
 def defaults(mods: dict[str, Module], entry: str) -> dict[str, object]:
     """The literal defaults (numbers, strings, booleans) of the config class ``entry``
     (``module:Class``, the task's ``entry.config``) as the workspace writes them."""
     mod, cls = split_entry(entry)
     tree = mods[mod].tree if mod in mods else None
     return {k: v for k, v in literal_fields(tree, cls).items() if isinstance(v, int | float | str | bool)}
+
 
 def choices(knobs: dict[str, list], fallback: dict[str, object]) -> dict[str, list]:
     """Per field, the values a verification may draw: the task's knobs, else the value the

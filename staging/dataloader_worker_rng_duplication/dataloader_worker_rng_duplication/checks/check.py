@@ -1,14 +1,19 @@
 """Hidden check for dataloader_worker_rng_duplication on the kit: the standard steps in order
 (live reference under drawn knobs, `python train.py`, the driver from the production dir, the
-command there) with probe.py fingerprinting every training window's mask. Requires: windows and
-masked positions per epoch and live loader workers as in the reference run, no mask repeated
-within an epoch or across epochs, the same masks from a second run with the same knobs, other
-masks with another seed. Losses are not compared: a correct fix may draw other augmentations."""
+command there) with probe.py fingerprinting every training window's mask and input values. Requires:
+windows and masked positions per epoch and live loader workers as in the reference run, no mask and
+no crop+scale+jitter repeated within an epoch or across epochs, the same masks from a second run with
+the same knobs, other masks with another seed. Losses are not compared: fixes draw other augmentations."""
 
 from check_kit import DRIVER_FILES, DriverRun, Verification, knob_text
 from check_runtime import REPORT_ERRORS, Check, hidden, unreadable_report
 
 SHARE = 0.01  # duplicated masks tolerated (chance collisions), as a share of the windows
+SAME = "were cut from the same recording with the same offset, scale and jitter as "  # equal input values
+REPEATS = {"dup_within": (SHARE, "got a mask another window of the same epoch had already got"),
+           "dup_earlier": (SHARE, "got a mask already drawn in an earlier epoch"),
+           "same_within": (0, SAME + "another window of the same epoch"),  # equal values are never chance
+           "same_earlier": (0, SAME + "a window of an earlier epoch")}
 
 
 def _probe(run: DriverRun) -> dict:
@@ -26,7 +31,7 @@ def judge(v: Verification, run: DriverRun, ref: DriverRun) -> bool:
     got, want = _probe(run), _probe(ref)
     eps, ref_eps = got.get("epochs") or [], want["epochs"]
     ck.evidence["probe"] = {"max_workers": got.get("max_workers"), "epochs": [{k: e.get(k) for k in (
-        "rows", "masked", "dup_within", "dup_earlier")} for e in eps if isinstance(e, dict)][:6]}
+        "rows", "masked", *REPEATS)} for e in eps if isinstance(e, dict)][:6]}
     if not ck.require(not got.get("no_mask") and len(eps) == len(ref_eps),
                       f"the model was trained for {len(eps)} epoch(s) with a mask input "
                       f"({got.get('no_mask')} forwards without one), expected {len(ref_eps)}"):
@@ -44,15 +49,11 @@ def judge(v: Verification, run: DriverRun, ref: DriverRun) -> bool:
                f"{workers} DataLoader worker processes were alive during training; the reference fix "
                f"runs with {need} under the same knobs: the loader must keep its workers")
     for i, e in enumerate(eps):
-        limit = SHARE * (e.get("rows") or 0)
-        ck.require(e.get("dup_within", 0) <= limit,
-                   f"epoch {i + 1}: {e.get('dup_within')} of {e.get('rows')} training windows got a mask "
-                   "another window of the same epoch had already got" + _where(e.get("example_within")) +
-                   ": the augmentation draws repeat within an epoch")
-        ck.require(e.get("dup_earlier", 0) <= limit,
-                   f"epoch {i + 1}: {e.get('dup_earlier')} of {e.get('rows')} training windows got a mask "
-                   "already drawn in an earlier epoch" + _where(e.get("example_earlier")) +
-                   ": every epoch repeats the augmentations of the one before")
+        for kind, (share, what) in REPEATS.items():
+            ck.require(e.get(kind, 0) <= share * (e.get("rows") or 0), f"epoch {i + 1}: {e.get(kind)} of "
+                       f"{e.get('rows')} training windows {what}" + _where(e.get(f"example_{kind}")) + ": " +
+                       ("the augmentation draws repeat within an epoch" if "within" in kind else
+                        "every epoch repeats the augmentations of the one before"))
     return ck.outcome is None
 
 

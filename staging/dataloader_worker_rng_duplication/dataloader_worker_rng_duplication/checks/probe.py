@@ -1,10 +1,12 @@
 """The probe in the kit driver: a global forward pre-hook (public API, installed before agent code)
-fingerprints the mask input of every training forward (what the loader drew per window), counts live
-loader workers (multiprocessing's live children of this process); validation forwards delimit
-epochs."""
+fingerprints the mask input of every training forward (what the loader drew per window), matches the
+unmasked input values against earlier windows' (a window cut from the same recording with the same
+crop, scale and jitter repeats 8 or more of them exactly, whatever its mask), counts live loader
+workers (multiprocessing's live children of this process); validation forwards delimit epochs."""
 
 import hashlib
 import multiprocessing
+from collections import Counter
 
 import torch
 import torch.nn.modules.module as nn_module
@@ -12,7 +14,7 @@ import torch.nn.modules.module as nn_module
 S = {"epochs": [], "no_mask": 0, "max_workers": 0}
 _children, _seen = set(), set()
 _state = {"in_eval": True}
-_first: dict = {}  # fingerprint -> (epoch, batch, row) of its first occurrence
+_first: dict = {}  # mask fingerprint or (position, value bits) -> (epoch, batch, row) first seen
 
 
 def _workers() -> int:
@@ -42,7 +44,7 @@ def _pre(module, args):
     if _state["in_eval"]:
         _state["in_eval"] = False
         S["epochs"].append({"rows": 0, "masked": 0, "batches": 0, "dup_within": 0, "dup_earlier": 0,
-                            "digest": hashlib.sha256()})
+                            "same_within": 0, "same_earlier": 0, "digest": hashlib.sha256()})
     ep, e = S["epochs"][-1], len(S["epochs"]) - 1
     S["max_workers"] = max(S["max_workers"], _workers())
     mask = _mask_of(args)
@@ -50,14 +52,19 @@ def _pre(module, args):
         S["no_mask"] += 1
         return
     rows = mask.detach().to(torch.uint8).cpu().contiguous().numpy()
+    keys = [(v.detach().float().cpu().view(torch.int32).long() + (torch.arange(v.shape[1]) << 32)).numpy()
+            for v in args if isinstance(v, torch.Tensor) and v.is_floating_point() and v.shape == mask.shape]
     for r, row in enumerate(rows):
-        fp = hashlib.blake2b(row.tobytes(), digest_size=10).digest()
+        fp, here = hashlib.blake2b(row.tobytes(), digest_size=10).digest(), (e, ep["batches"], r)
         ep["digest"].update(fp)
-        where = _first.setdefault(fp, (e, ep["batches"], r))
-        if where != (e, ep["batches"], r):
-            kind = "within" if where[0] == e else "earlier"
-            ep[f"dup_{kind}"] += 1
-            ep.setdefault(f"example_{kind}", [list(where), [e, ep["batches"], r]])
+        mine = keys[0][r][row == 0].tolist() if keys else []  # (position, value) of the unmasked inputs
+        best, n = (Counter(w for w in map(_first.get, mine) if w).most_common(1) or [(here, 0)])[0]
+        for kind, where in (("dup", _first.setdefault(fp, here)), ("same", best if n >= 8 else here)):
+            if where != here:
+                ep[key := f"{kind}_{'within' if where[0] == e else 'earlier'}"] += 1
+                ep.setdefault(f"example_{key}", [list(where), list(here)])
+        for k in mine:
+            _first.setdefault(k, here)
     ep["rows"] += int(rows.shape[0])
     ep["masked"] += int(rows.sum())
     ep["batches"] += 1

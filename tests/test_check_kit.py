@@ -311,13 +311,22 @@ SHARDED = textwrap.dedent("""
         g = torch.Generator().manual_seed(cfg.seed)
         data = torch.randn(cfg.steps, 4 * world_size, 3, generator=g)  # a global batch per step
         torch.manual_seed(0)
-        m = torch.nn.Linear(3, 1)
-        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        m, head = torch.nn.Linear(3, 1), torch.nn.Linear(1, 1)
+        opt = torch.optim.SGD([*m.parameters(), *head.parameters()], lr=0.1)
         losses = []
         for step in range(cfg.steps):
-            x = data[step] if REPLICATED else data[step][rank::world_size]
-            loss = m(x).pow(2).mean()
-            opt.zero_grad(); loss.backward()
+            opt.zero_grad()
+            if MODE == "chunks":  # the global batch, a share-sized forward at a time
+                for x in data[step].chunk(world_size):
+                    loss = m(x).pow(2).mean()
+                    (loss / world_size).backward()
+            else:
+                x = data[step] if MODE == "replicated" else data[step][rank::world_size]
+                out = m(x)
+                if MODE == "head":  # a second module fed the first one's activations
+                    out = out + head(out)
+                loss = out.pow(2).mean()
+                loss.backward()
             for p in m.parameters():
                 dist.all_reduce(p.grad); p.grad /= world_size
             opt.step(); losses.append(round(loss.item(), 2))
@@ -325,29 +334,34 @@ SHARDED = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("replicated", [False, True])
-def test_drawn_world_size_and_what_each_rank_trained_on(tmp_path: Path, replicated: bool) -> None:
+@pytest.mark.parametrize("mode", ["sharded", "replicated", "chunks", "head"])
+def test_drawn_world_size_and_what_each_rank_trained_on(tmp_path: Path, mode: str) -> None:
     """A verification draws its driver runs' world size (``$world`` in ``set``) and compares
     what each rank trained on with the reference's ranks: replicated work, every rank training
-    on the global batch, reaches the same weights and is rejected."""
+    on the global batch (at once or a share-sized forward at a time), reaches the same weights
+    and is rejected; a second module fed the first one's activations in the same step is no
+    more data."""
     files = {"config.py": WORKSPACE["config.py"] + "    world_size: int = 2\n",
-             "train.py": f"REPLICATED = {replicated}\n" + SHARDED}
+             "train.py": f"MODE = {mode!r}\n" + SHARDED}
     ck = make_check(tmp_path, {"knobs": {"seed": [3]}, "world_size": 2, "world_sizes": [3],
                                "call": ["cfg", "rank", "world_size"], "set": {"world_size": "$world"},
                                "process_group_timeout_s": 10}, files)
     for name in ("config.py", "train.py"):  # the reference shards
-        (ck.check_dir / "reference" / name).write_text(
-            files[name].replace("REPLICATED = True", "REPLICATED = False"))
+        (ck.check_dir / "reference" / name).write_text(files[name].replace(repr(mode), "'sharded'"))
     v = Verification(ck)
     assert v.world == 3 and ck.evidence["world_size"] == 3
     ref, run = v.reference(), v.driver(ck.workspace)
     assert v.require_report(run, "fit") and set(run.reports) == {0, 1, 2}
     assert run.reports[0]["result"]["world"] == 3
-    assert v.compare(run, ref, "fit"), ck.reasons  # the same trained weights either way
-    assert v.compare_consumption(run, ref) is not replicated
-    if replicated:
+    assert run.reports[0]["consumed"]["rows"] == {"replicated": 36}.get(mode, 12)
+    if mode != "head":  # the same trained weights (the head is a model of its own)
+        assert v.compare(run, ref, "fit"), ck.reasons
+    assert v.compare_consumption(run, ref) is (mode in ("sharded", "head")), ck.reasons
+    if mode == "replicated":
         assert "rank 0 trained on 36 rows, 100% of them given to another rank" in ck.reasons[-1]
         assert "where the reference fix's rank 0 trained on 12 (0%)" in ck.reasons[-1]
+    if mode == "chunks":
+        assert "rank 0 trained on 12 rows, 100% of them given to another rank" in ck.reasons[-1]
 
 
 def test_the_probe_hooks_are_the_verifications_own(tmp_path: Path) -> None:
@@ -473,9 +487,9 @@ def test_a_forward_of_an_empty_batch_is_consumed_as_no_rows(tmp_path: Path) -> N
     in step): the meter counts a forward of no rows instead of failing the rank."""
     emptied = "x = data[step][rank::world_size][: 0 if rank and step == 0 else None]"
     files = {"config.py": WORKSPACE["config.py"] + "    world_size: int = 2\n",
-             "train.py": SHARDED.replace("x = data[step] if REPLICATED else data[step][rank::world_size]",
-                                         emptied)
-             .replace("m(x).pow(2).mean()", "m(x).pow(2).sum() / 4")}
+             "train.py": "MODE = 'sharded'\n" + SHARDED.replace(
+                 'x = data[step] if MODE == "replicated" else data[step][rank::world_size]', emptied)
+             .replace("out.pow(2).mean()", "out.pow(2).sum() / 4")}
     ck = make_check(tmp_path, {"knobs": {"seed": [3]}, "world_size": 2, "call": ["cfg", "rank", "world_size"],
                                "set": {"world_size": "$world"}, "process_group_timeout_s": 10}, files)
     v = Verification(ck)

@@ -447,10 +447,10 @@ class Verification:
 
     def compare_consumption(self, got: DriverRun, ref: DriverRun) -> bool:
         """Each rank trained on its own share of the data, as in the reference run: no more rows
-        than the reference's rank did (x SHARE_SLACK), and, forward by forward, no more of them
-        also given to another rank's same forward than in the reference run (+ OVERLAP_SLACK):
-        replicated work, every rank training on the global batch, gives equal averaged gradients
-        while each rank does the whole job."""
+        per optimizer step than the reference's rank did (x SHARE_SLACK), and, forward by forward,
+        no more of them also given to another rank's same forward than in the reference run
+        (+ OVERLAP_SLACK): replicated work, every rank training on the global batch, gives equal
+        averaged gradients while each rank does the whole job."""
         def shares(run: DriverRun) -> dict[int, tuple[int, float]]:
             seen = {r: (rep.get("consumed") or {}) for r, rep in run.reports.items()}
             calls = {r: c.get("prints") or [] for r, c in seen.items()}

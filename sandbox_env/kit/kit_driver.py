@@ -18,8 +18,10 @@ error) and ``rank{r}.pt`` (the state_dict of every module in the return value, f
 
 With several ranks, each also reports what it trained on (``consumed``): a fingerprint of every
 row given to a top-level module forward in training mode with grad, taken by a global module
-hook of the verification's own; the check compares what each rank consumed with the reference
-run's (a rank that trains on every rank's data does the whole job: data parallelism is not that).
+hook of the verification's own, and its rows per optimizer step (the largest such forward between
+two steps: a second model fed the first one's activations is no more data); the check compares
+what each rank consumed with the reference run's (a rank that trains on every rank's data does
+the whole job: data parallelism is not that).
 The guard also compares torch's process-wide state with its snapshot after the workspace is
 imported and when ``train`` returns, and switches every returned module to eval mode and back.
 """
@@ -109,15 +111,18 @@ def _state(module: Any) -> dict[str, Any]:
 
 class Consumption:
     """Fingerprints of the rows each top-level forward in training mode (with grad) is given,
-    forward by forward (the ranks' n-th forwards are the same step's)."""
+    forward by forward (the ranks' n-th forwards are the same step's), and the rows trained on:
+    per optimizer step, its largest forward's (an auxiliary model in its own wrapper, fed the
+    first one's activations in the same step, is a second forward over the same samples)."""
 
     LIMIT = 200_000  # fingerprints kept (rows counted beyond)
 
     def __init__(self, guard: Any) -> None:
         import torch
         import torch.nn.modules.module as module_mod
+        import torch.optim.optimizer as optim_mod
 
-        self.torch, self.depth, self.rows, self.kept = torch, 0, 0, 0
+        self.torch, self.depth, self.rows, self.kept, self.step_rows = torch, 0, 0, 0, 0
         self.prints: list[list[int]] = []  # per forward, in order
         compiling = torch.compiler.is_compiling
 
@@ -132,10 +137,19 @@ class Consumption:
             if not compiling():
                 self.depth = max(0, self.depth - 1)
 
+        def step(optimizer: Any, args: Any, kwargs: Any) -> None:
+            self.end_step()
+
         h1 = module_mod.register_module_forward_pre_hook(pre)
         h2 = module_mod.register_module_forward_hook(post, always_call=True)
+        h3 = optim_mod.register_optimizer_step_pre_hook(step)
         guard.own(module_mod._global_forward_pre_hooks, h1.id, pre)
         guard.own(module_mod._global_forward_hooks, h2.id, post)
+        guard.own(optim_mod._global_optimizer_pre_hooks, h3.id, step)
+
+    def end_step(self) -> None:
+        self.rows += self.step_rows
+        self.step_rows = 0
 
     def take(self, args: Any) -> None:
         t = next((a for a in args if isinstance(a, _Tensor) and a.dim() >= 1), None)
@@ -145,7 +159,7 @@ class Consumption:
             self.prints.append([])
             return
         rows = t.detach().reshape(t.shape[0], -1)
-        self.rows += int(rows.shape[0])
+        self.step_rows = max(self.step_rows, int(rows.shape[0]))
         if self.kept < self.LIMIT:
             flat = rows.to(self.torch.float64)
             # a cheap fingerprint of each row: two weighted sums (equal rows give equal prints)
@@ -155,6 +169,7 @@ class Consumption:
             self.kept += len(a)
 
     def report(self) -> dict[str, Any]:
+        self.end_step()  # forwards after the last optimizer step
         return {"rows": self.rows, "prints": self.prints}
 
 

@@ -202,6 +202,7 @@ class TriageEnvironment:
 
     def _bash(self, a: ExecuteBash) -> dict[str, Any]:
         assert self.workspace is not None and self.task is not None and self._state is not None
+        before = self.workspace.exact_hash() if not self.workspace.blobs else None
         res = self.sandbox.run(self.workspace, a.command, self.task.limits, self.task)
         out = res.output
         if res.refused:
@@ -219,6 +220,8 @@ class TriageEnvironment:
         is_repro = self._is_run_command(a.command)
         if is_repro:
             self.last_run_status = "passing" if passed else "failing"
+            clean = passed and before is not None and self.workspace.exact_hash() == before
+            self.workspace.clean_run = (before, res.duration_s) if clean and before else None
             if not passed:
                 self.failed_runs += 1
         reproduced = bool(re.search(self.task.failure.signature, out))

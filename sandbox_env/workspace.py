@@ -249,6 +249,10 @@ class Workspace:
         # binary files runs wrote (checkpoints, arrays): the next commands see them, as in a shell;
         # they are no part of the fix (no diff, no content hash, never given to a verification)
         self.blobs: dict[str, bytes] = {}
+        # the episode's last run of the task's command, when it exited 0 on these files with no
+        # binary file present and changed none of them: (their bytes' hash, seconds). A
+        # verification of exactly those bytes takes it for its own run from the workspace
+        self.clean_run: tuple[str, float] | None = None
         self._memo: dict[str, tuple[int, Any]] = {}  # name -> (fingerprint of the files, value)
 
     def paths(self) -> list[str]:
@@ -321,6 +325,20 @@ class Workspace:
         their own hash, so the fingerprint costs O(files) while the AST-normalised hash of a
         state (e.g. a task's pristine files at every reset) is computed once per process."""
         return self._memoised("hash", _HASHES, lambda: content_hash(self.files))
+
+    def exact_hash(self) -> str:
+        """The files' bytes, hashed (``content_hash`` ignores comments and formatting)."""
+        h = hashlib.sha256()
+        for p in sorted(self.files):
+            h.update(f"{len(p)}:{p}{len(self.files[p])}:".encode() + self.files[p].encode())
+        return h.hexdigest()
+
+    def ran_clean(self) -> float | None:
+        """The seconds of the episode's last run of the task's command if it ran clean on exactly
+        the current bytes (``clean_run``), else None."""
+        if self.clean_run is None or self.clean_run[0] != self.exact_hash():
+            return None
+        return self.clean_run[1]
 
     def first_syntax_error(self) -> str | None:
         """The syntax error of the first file (in path order) that does not compile, or None;

@@ -497,3 +497,27 @@ def test_a_forward_of_an_empty_batch_is_consumed_as_no_rows(tmp_path: Path) -> N
     assert v.require_report(run, "fit"), ck.reasons
     prints = run.reports[1]["consumed"]["prints"]
     assert prints[0] == [] and all(len(p) == 4 for p in prints[1:])
+
+
+@pytest.mark.parametrize("episode", [None, {"exit_code": 0, "duration_s": 4.5}, {"exit_code": 1}])
+def test_the_episodes_clean_run_stands_for_the_run_from_the_workspace(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, episode: dict | None) -> None:
+    """The host's ``episode.json`` (the episode's own last run of the repo's command exited 0 on
+    exactly these files) replaces the check's run from the workspace, and is gone before any
+    agent code runs; the production copy and the driver run as always."""
+    monkeypatch.setenv("SANDBOX_PRODUCTION_ROOT", str(tmp_path / "prod"))
+    (tmp_path / "prod").mkdir()
+    main = "\nif __name__ == '__main__':\n    import os\n    open('ran.txt', 'a').write(os.getcwd())\n"
+    files = {**WORKSPACE, "train.py": WORKSPACE["train.py"] + main}
+    ck = make_check(tmp_path, {"knobs": {"seed": [5]}}, files)
+    if episode is not None:
+        (ck.check_dir / "episode.json").write_text(json.dumps(episode))
+    v = Verification(ck)
+    assert not (ck.check_dir / "episode.json").exists()
+    v.standard(what="fit")
+    assert ck.outcome is None, ck.reasons
+    runs = ck.evidence["runs"]["`python train.py` (the repo's defaults) in the workspace"]
+    reused = episode is not None and episode["exit_code"] == 0
+    assert (ck.workspace / "ran.txt").exists() is not reused
+    assert runs.get("episode", False) is reused and (runs["s"] == 4.5 if reused else runs["rc"] == 0)
+    assert (tmp_path / "prod" / "srv" / "job" / "ran.txt").exists()

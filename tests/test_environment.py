@@ -160,3 +160,51 @@ def test_closing_an_episode_never_closes_its_sandbox(toy_tasks: TaskRegistry) ->
     own = _CountingSandbox()
     TriageEnvironment(toy_tasks, own).close()
     assert own.closed == 0  # the environment borrows its sandbox: its maker closes it
+
+
+class _ScriptedSandbox(MockSandbox):
+    """Runs pass or fail as told (a run may also leave a binary file or edit a file); a
+    verification records what the episode's own last run proved about the submitted files."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.outcome, self.blob, self.touch, self.seen = Outcome.passed, False, False, []
+
+    def run(self, workspace, command, limits: Limits, task):  # type: ignore[no-untyped-def]
+        if self.blob:
+            workspace.blobs["ckpt.pt"] = b"\0"
+        if self.touch:
+            workspace.files["report.py"] += "\n# touched\n"
+        return RunResult(command=command, output="ok", exit_code=0 if self.outcome == Outcome.passed else 1,
+                         outcome=self.outcome, duration_s=4.5)
+
+    def verify(self, workspace, task):  # type: ignore[no-untyped-def]
+        self.seen.append(workspace.ran_clean())
+        return Verdict(passed=True, outcome=Outcome.passed)
+
+
+@pytest.mark.parametrize("case", ["clean", "edited_after", "failed", "other_command", "blob_before",
+                                  "run_edits"])
+def test_a_verification_is_told_of_the_episodes_clean_run_on_exactly_its_files(
+        toy_tasks: TaskRegistry, case: str) -> None:
+    """The episode's last run of the task's command stands for the check's run from the workspace
+    only when it exited 0 on exactly the submitted files, none of them binary leftovers, and left
+    them unchanged; anything else and the check runs it itself."""
+    box = _ScriptedSandbox()
+    env = TriageEnvironment(toy_tasks, box)
+    env.reset(task="toy_mean")
+    command = "python report.py"
+    if case == "failed":
+        box.outcome = Outcome.failed
+    if case == "other_command":
+        command = "python report.py --verbose"
+    if case == "blob_before":
+        box.blob = True
+        act(env, {"action_type": "execute_bash", "command": "ls"})  # leaves a binary file
+        box.blob = False
+    box.touch = case == "run_edits"
+    act(env, {"action_type": "execute_bash", "command": command})
+    if case == "edited_after":
+        act(env, {"action_type": "edit_file", "filename": "notes.py", "old_str": "", "new_str": "x = 1\n"})
+    act(env, {"action_type": "submit_fix", "explanation": "x"})
+    assert box.seen == [4.5 if case == "clean" else None]

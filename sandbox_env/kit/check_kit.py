@@ -23,6 +23,10 @@ draw in ``draw.json`` (root-only, read and removed before any agent code runs), 
 reference fix's results under that draw when an earlier verification computed them: then
 ``reference()`` does not run the reference fix again. A live reference run's results go back to
 the host in the verdict frame (``Check.bank``), never through anything agent code can reach.
+Where the episode's own last run of the repo's command exited 0 on exactly the submitted files
+(with no binary files beside them, and changing none), the host says so in ``episode.json``
+(read and removed the same way): that run stands for the check's run from the workspace
+(``episode_ran``); the production copy and the driver always run.
 
 And judges with ``compare_tree`` (results vs the reference, with tolerances), ``compare_states``
 (trained parameters vs the reference), ``replica_diffs`` (ranks vs rank 0), ``compare_consumption``
@@ -80,9 +84,10 @@ def draw(verify: dict[str, Any], rng: Any = _RNG) -> dict[str, Any]:
             "secret": round(rng.uniform(0.02, 0.06), 6)}
 
 
-def _banked_draw(check_dir: Path) -> dict[str, Any] | None:
-    """The host's draw for this verification (``draw.json``), removed once read."""
-    path = check_dir / "draw.json"
+def _host_file(check_dir: Path, name: str) -> dict[str, Any] | None:
+    """What the host hands this verification in ``name`` (``draw.json``, ``episode.json``),
+    removed once read."""
+    path = check_dir / name
     if not path.is_file():
         return None
     data = json.loads(path.read_text())
@@ -208,7 +213,8 @@ class Verification:
         self.ck = ck
         self.spec = json.loads((ck.check_dir / "verify.json").read_text())
         v = self.spec["verify"]
-        banked = _banked_draw(ck.check_dir)
+        banked = _host_file(ck.check_dir, "draw.json")
+        self.episode_run = _host_file(ck.check_dir, "episode.json")
         drawn = banked or draw(v)
         self.drawn, self.entry, self.referenced = drawn, dict(self.spec["entry"]), False
         self.knobs, self.world = dict(drawn["knobs"]), int(drawn["world"])
@@ -369,7 +375,8 @@ class Verification:
         ck = self.ck
         ref = self.reference()
         cmd = f"`{self.spec['run_command']}`"
-        if not self.require_run(self.command(ck.workspace), f"{cmd} (the repo's defaults) in the workspace"):
+        if not self.episode_ran(f"{cmd} (the repo's defaults) in the workspace") and not self.require_run(
+                self.command(ck.workspace), f"{cmd} (the repo's defaults) in the workspace"):
             return
         prod = self.production()
         run = self.driver(prod)
@@ -396,6 +403,17 @@ class Verification:
         ck.note(f"{what}: {compared} equal the reference fix's run under the same knobs")
         if self.require_run(self.command(prod), f"{cmd} in {prod}"):
             ck.note(f"{cmd} exits 0 in the workspace and in {prod}")
+
+    def episode_ran(self, what: str) -> bool:
+        """Whether the episode's own last run of the repo's command exited 0 on exactly the
+        submitted files, with nothing else in the workspace (the host's ``episode.json``): the
+        check's run from the workspace would start the same way on the same files, so that run
+        stands for it. Every other run is the check's own."""
+        ran = self.episode_run
+        if not ran or ran.get("exit_code") != 0:
+            return False
+        self.ck.evidence.setdefault("runs", {})[what] = {"rc": 0, "s": ran.get("duration_s"), "episode": True}
+        return True
 
     # -- judging ------------------------------------------------------------------------------
     def require_run(self, res: ChildResult, what: str) -> bool:

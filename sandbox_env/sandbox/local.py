@@ -81,7 +81,7 @@ class LocalSandbox:
             home = Path(tmp) / "home"
             home.mkdir()
             workspace.write_to(root, blobs=False)  # the fix only: no run leftovers
-            inputs = CheckInputs(task, self.bank)
+            inputs = CheckInputs(task, self.bank, workspace.ran_clean())
             inputs.write(checks)
             nonce = new_nonce()
             prod = Path(tmp) / "production"  # the host's /srv is not ours: a stand-in root

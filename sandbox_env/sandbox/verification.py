@@ -36,16 +36,20 @@ def new_nonce() -> str:
 
 
 class CheckInputs:
-    """What one verification's check is given: ``check_files(task)`` and, where the sandbox keeps
-    a reference bank, this verification's draw (``draw.json``); ``verdict`` reads the check's
-    answer and hands a live reference run's results back to the bank."""
+    """What one verification's check is given: ``check_files(task)``; where the sandbox keeps
+    a reference bank, this verification's draw (``draw.json``); where the episode's own last run
+    of the task's command exited 0 on exactly the submitted files (``ran_s``, its seconds), that
+    run (``episode.json``), which stands for the check's run from the workspace. ``verdict``
+    reads the check's answer and hands a live reference run's results back to the bank."""
 
-    def __init__(self, task: TaskSpec, bank: ReferenceBank | None = None) -> None:
+    def __init__(self, task: TaskSpec, bank: ReferenceBank | None = None, ran_s: float | None = None) -> None:
         self.files = check_files(task)
         self.bank = bank
         self.draw = bank.take(self.files) if bank is not None else None
         if self.draw is not None:
             self.files["draw.json"] = self.draw.file()
+        if ran_s is not None:
+            self.files["episode.json"] = json.dumps({"exit_code": 0, "duration_s": ran_s}).encode()
 
     def write(self, dest: Path) -> None:
         for rel, data in self.files.items():

@@ -44,7 +44,7 @@ def verify_in(api: Any, box: Box, workspace: Workspace, task: TaskSpec,
     t0 = time.monotonic()
     narrow(box, verify_limits(task))
     put_files(box, WORKSPACE_DIR, {p: t.encode() for p, t in workspace.files.items()}, SANDBOX_UID)
-    inputs = CheckInputs(task, bank)
+    inputs = CheckInputs(task, bank, workspace.ran_clean())
     put_files(box, CHECKS_DIR, inputs.files, 0, 0o600)
     copied = time.monotonic()
     nonce = new_nonce()

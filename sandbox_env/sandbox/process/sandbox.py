@@ -294,7 +294,7 @@ class ProcessSandbox:
             stage = Path(tmp)
             workspace.write_to(stage / "in", blobs=False)  # the fix only: no run leftovers
             (stage / "in").mkdir(exist_ok=True)
-            inputs = CheckInputs(task, self.bank)
+            inputs = CheckInputs(task, self.bank, workspace.ran_clean())
             inputs.write(stage / "checks")
             env = check_env(command_env(max(1, int(task.limits.cpus))), CHECK_SCRATCH)
             self._spec(stage, argv=[PYTHON, "/sandbox/launch_check.py", "/sandbox/bin/python",

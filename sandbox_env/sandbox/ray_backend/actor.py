@@ -64,7 +64,9 @@ class NodeSandbox:
 
     def verify(self, payload: str) -> str:
         call = VerifyCall.model_validate_json(payload)
-        verdict: Verdict = self.sandbox.verify(Workspace(call.files), _local_task(call.task))
+        ws = Workspace(call.files)
+        ws.clean_run = call.clean_run
+        verdict: Verdict = self.sandbox.verify(ws, _local_task(call.task))
         return verdict.model_dump_json()
 
     def close(self) -> None:

@@ -254,7 +254,7 @@ class RaySandbox:
         return out.result
 
     def verify(self, workspace: Workspace, task: TaskSpec) -> Verdict:
-        call = VerifyCall(files=workspace.files, task=task)
+        call = VerifyCall(files=workspace.files, task=task, clean_run=workspace.clean_run)
         reply, why = self._call("verify", call.model_dump_json(), CHECK_BUDGET_S + CALL_MARGIN_S)
         if reply is not None:
             try:

@@ -45,6 +45,7 @@ class VerifyCall(BaseModel):
     model_config = ConfigDict(extra="forbid")
     files: dict[str, str]
     task: TaskSpec
+    clean_run: tuple[str, float] | None = None  # Workspace.clean_run
 
 
 class NodeInfo(BaseModel):

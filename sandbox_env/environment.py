@@ -220,8 +220,7 @@ class TriageEnvironment:
         is_repro = self._is_run_command(a.command)
         if is_repro:
             self.last_run_status = "passing" if passed else "failing"
-            clean = passed and before is not None and self.workspace.exact_hash() == before
-            self.workspace.clean_run = (before, res.duration_s) if clean and before else None
+            self.workspace.note_run(before, passed, res.duration_s)
             if not passed:
                 self.failed_runs += 1
         reproduced = bool(re.search(self.task.failure.signature, out))

@@ -333,6 +333,12 @@ class Workspace:
             h.update(f"{len(p)}:{p}{len(self.files[p])}:".encode() + self.files[p].encode())
         return h.hexdigest()
 
+    def note_run(self, before: str | None, passed: bool, duration_s: float) -> None:
+        """The task's command ran from the bytes hashed ``before`` (``exact_hash``; None: binary
+        files were present) and ``passed``: a clean run if it also left the bytes as they were."""
+        clean = passed and before is not None and self.exact_hash() == before
+        self.clean_run = (before, duration_s) if clean and before is not None else None
+
     def ran_clean(self) -> float | None:
         """The seconds of the episode's last run of the task's command if it ran clean on exactly
         the current bytes (``clean_run``), else None."""

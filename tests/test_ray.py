@@ -35,10 +35,12 @@ if os.environ.get("CI") == "true":  # CI installs the extra: a missing ray is a 
 else:
     ray = pytest.importorskip("ray", reason="pip install 'sandbox-env[ray]'")
 
+from sandbox_env.environment import FREE_INFRA_ERRORS
 from sandbox_env.eval import OracleAgent, read_records, run_eval, write_summary
 from sandbox_env.eval.records import EPISODES_FILE, latest
 from sandbox_env.eval.runner import EvalConfig
 from sandbox_env.models import Limits, Outcome, RunResult, Verdict
+from sandbox_env.rubrics import EFFICIENCY_WEIGHT
 from sandbox_env.sandbox.mock import MockSandbox
 from sandbox_env.sandbox.ray_backend import ADDRESS_ENV, INNER_ENV
 from sandbox_env.sandbox.ray_backend.sandbox import RaySandbox
@@ -345,9 +347,18 @@ def test_a_worker_killed_mid_eval_costs_retries_not_scores(ray_env: Cluster, tmp
     assert len(final) == n + held
     assert {(r.task, r.seed) for r in final[n:]} == {(r.task, r.seed) for r in lost}
     assert all(r.status == "ok" for r in final[n:])
-    assert _scores(out) == _scores(ref)  # the summary is the fault-free one, episode by episode
+    # the summary is the fault-free one, episode by episode, but for a run the victim lost while
+    # its episode went on elsewhere: infrastructure failures do not use a step, so that episode
+    # scores exactly one step's efficiency more than its fault-free twin (CI stop 45)
+    free = {(r.task, r.seed): EFFICIENCY_WEIGHT * min(r.infra_errors, FREE_INFRA_ERRORS) / r.max_steps
+            for r in latest(final).values() if r.status == "ok"}
+    got, fault_free = _scores(out), _scores(ref)
+    assert got.keys() == fault_free.keys()
+    for key, (status, score, ok) in fault_free.items():
+        assert got[key][::2] == (status, ok) and score is not None
+        assert got[key][1] == pytest.approx(score + free.get(key, 0.0)), key
     want = write_summary(ref).agents["oracle"].overall
-    assert overall["score"]["mean"] == want.score.mean
+    assert overall["score"]["mean"] == pytest.approx(want.score.mean + sum(free.values()) / n)
     _wait_no_actors()
     assert not _session(victim.pid)
 

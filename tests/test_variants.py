@@ -805,8 +805,8 @@ def test_trl_rows_address_variants_and_refuse_uncertified_ones(partly_certified:
     env._close()
 
 
-def test_a_heldout_batch_on_variants_is_scored_per_variant(tmp_path: Path,
-                                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_heldout_batch_on_variants_is_scored_per_variant(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """A batch written on variants keeps ``<batch>/<N>/`` per variant, with patches against that
     variant's repo; ``sandbox-env heldout FAMILY`` scores each variant the batch covers."""
     from sandbox_env.cli import main
@@ -829,6 +829,11 @@ def test_a_heldout_batch_on_variants_is_scored_per_variant(tmp_path: Path,
     assert main(["--task-root", str(root), "heldout", "--tasks", "oom_graph_leak", "--batch", "heldout9",
                  "--mode", "none", "--out", str(out)]) == 0
     assert "oom_graph_leak@3" in out.read_text()
+    monkeypatch.chdir(tmp_path)  # without --out the report is printed, and no curated doc is overwritten
+    capsys.readouterr()
+    assert main(["--task-root", str(root), "heldout", "--tasks", "oom_graph_leak", "--batch", "heldout9",
+                 "--mode", "none"]) == 0
+    assert "oom_graph_leak@3" in capsys.readouterr().out and not (tmp_path / "docs").exists()
 
 
 def test_a_whole_family_may_be_held_out_but_variant_0_never_tests_alone() -> None:

@@ -148,7 +148,7 @@ def cmd_heldout(args: argparse.Namespace) -> int:
         return [tasks.get(f"{t.family}@{n}") for n in found] or [t]
 
     selected = [v for t in named for v in covered(t)]
-    json_out, md_out = Path(args.json_out), Path(args.out)
+    json_out = Path(args.json_out)
     if args.from_json:  # re-render (or re-score the mock) from a saved run of the real checks
         rows = load(json_out)
         mock = MockSandbox()
@@ -169,7 +169,9 @@ def cmd_heldout(args: argparse.Namespace) -> int:
                 sandbox.close()
         if real is not None:
             save(rows, json_out)
-    md_out.parent.mkdir(parents=True, exist_ok=True)
-    md_out.write_text(report(rows, args.mode))
-    print(md_out.read_text())
+    text = report(rows, args.mode)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(text)
+    print(text)
     return 0

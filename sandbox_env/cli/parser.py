@@ -135,7 +135,8 @@ def _evidence_commands(sub: Sub) -> None:
     s.add_argument("--labels", nargs="+", choices=["correct", "wrong", "cheat"],
                    help="only the patches with these labels (default: all)")
     s.add_argument("--json-out", default="docs/heldout.json", help="the real verdicts, saved")
-    s.add_argument("--out", default="docs/heldout.md")
+    s.add_argument("--out", help="also write the report to this file (default: print it only; "
+                   "docs/heldout.md is a curated write-up, not a run's output)")
     s.add_argument("--from-json", action="store_true",
                    help="reuse the saved real verdicts; only the mock is judged again")
     s.set_defaults(fn=operations.cmd_heldout)

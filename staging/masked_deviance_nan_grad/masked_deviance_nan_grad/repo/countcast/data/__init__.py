@@ -1,0 +1,1 @@
+"""Data: the synthetic store x item x day export, splits, features, loaders and augmentation."""

@@ -1,0 +1,1 @@
+"""Serving side: exporting a night's ensemble and predicting with an export."""

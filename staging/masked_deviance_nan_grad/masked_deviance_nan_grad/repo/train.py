@@ -24,7 +24,6 @@ from countcast.config import JobConfig, apply_overrides, compose, preset
 from countcast.evaluation.gate import check_against_baseline
 from countcast.training.ensemble import EnsembleResult, train_ensemble
 from countcast.training.state import TrainingDiverged
-from countcast.utils.runtime import configure_threads
 from countcast.utils.logging import configure, get_logger
 from countcast.version import __version__
 
@@ -62,7 +61,6 @@ def parse_args(argv=None) -> tuple[JobConfig, argparse.Namespace]:
 
 def main(argv=None) -> int:
     configure()
-    configure_threads()
     cfg, args = parse_args(argv)
     log.info("countcast %s: nightly ensemble, seed %d, %d members", __version__, cfg.seed, cfg.members)
     start = time.perf_counter()

@@ -1,20 +1,9 @@
-"""Process settings and timing for batch workers."""
+"""Timing of a night's phases."""
 
 from __future__ import annotations
 
-import os
 import time
 from contextlib import contextmanager
-
-import torch
-
-
-def configure_threads() -> int:
-    """Honour COUNTCAST_THREADS (the workers share cores); default: torch's choice."""
-    value = os.environ.get("COUNTCAST_THREADS")
-    if value:
-        torch.set_num_threads(max(1, int(value)))
-    return torch.get_num_threads()
 
 
 class Stopwatch:

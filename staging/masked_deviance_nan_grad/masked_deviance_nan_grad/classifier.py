@@ -113,7 +113,9 @@ def _never_zero(e: ast.AST, y: str, env: dict, depth: int = 0) -> bool:
     if depth > 8:
         raise Unsure("too deep")
     if isinstance(e, ast.Name):
-        return e.id != y and e.id in env and _never_zero(env[e.id], y, env, depth + 1)
+        if e.id != y and e.id not in env:
+            raise Unsure(f"{e.id} not followed")
+        return e.id != y and _never_zero(env[e.id], y, env, depth + 1)
     if isinstance(e, ast.Call) and _name(e) == "where" and len(e.args) == 3:
         cond, a, b = e.args
         a_ok = _never_zero(a, y, env, depth + 1) or (
@@ -128,12 +130,16 @@ def _never_zero(e: ast.AST, y: str, env: dict, depth: int = 0) -> bool:
         return low is not None and _positive(low)
     if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Add):
         return _positive(e.right) or _positive(e.left)
-    return _positive(e)
+    if _positive(e) or isinstance(e, ast.Constant):
+        return _positive(e)
+    raise Unsure(f"not followed: {ast.unparse(e)}")
 
 
 def _loss_state(files) -> str:
     """nan | safe | masks, from the module defining the deviance."""
     tree = ast.parse(files[LOSS])
+    if any(isinstance(n, ast.Attribute) and n.attr in ("apply", "register_hook", "Function") for n in ast.walk(tree)):
+        raise Unsure("custom autograd")
     for cls in [n for n in tree.body if isinstance(n, ast.ClassDef)]:
         for fn in [f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "per_row"]:
             if any(isinstance(n, ast.Subscript) for n in ast.walk(fn)):
@@ -153,8 +159,6 @@ def _loss_state(files) -> str:
             else:
                 raise Unsure("log argument not followed")
     if not logs:
-        if any(isinstance(n, ast.Name) and n.id == "eta" for n in ast.walk(tree)) and _calls(tree, "exp"):
-            return "safe"
         raise Unsure("no log term")
     return "nan" if "nan" in logs else "safe"
 
@@ -175,9 +179,11 @@ def _monitor_state(files) -> str:
     uses = _calls(mon, "eval_loader", "DataLoader")
     if not uses:
         return "safe" if _calls(mon, "evaluate_model") else UNSURE
-    if any(k.arg == "generator" and not (isinstance(k.value, ast.Constant) and k.value.value is None)
-           for c in uses for k in c.keywords):
+    gens = [k.value for c in uses for k in c.keywords if k.arg == "generator"]
+    if gens and all(isinstance(g, ast.Call) for g in gens):
         return "safe"
+    if any(not isinstance(g, ast.Constant) for g in gens):
+        raise Unsure("generator not followed")
     loaders = ast.parse(files[LOADERS])
     fn = next(f for f in loaders.body if isinstance(f, ast.FunctionDef) and f.name == "eval_loader")
     gens = [k.value for c in _calls(fn, "DataLoader") for k in c.keywords if k.arg == "generator"]
@@ -191,7 +197,9 @@ def label(files) -> str:
     if loss == "masks" or _calls(step, "nan_to_num", "nan_to_num_", "isfinite", "isnan"):
         return "masks_nan"
     if not _same(files, AUGMENT):
-        return "masks_nan" if any(isinstance(n, ast.Compare) for n in ast.walk(ast.parse(files[AUGMENT]))) else UNSURE
+        new, old = ast.parse(files[AUGMENT]), ast.parse((ORIGINAL / AUGMENT).read_text())
+        tests = [sum(isinstance(n, ast.Compare) for n in ast.walk(m)) for m in (new, old)]
+        return "masks_nan" if tests[0] > tests[1] and _calls(new, "binomial") else UNSURE  # 0s thinned away
     if not _same(files, STEP):
         return UNSURE
     monitor = _monitor_state(files)

@@ -19,6 +19,7 @@ from pathlib import Path
 FAMILY = Path(__file__).resolve().parents[1] / "masked_deviance_nan_grad"
 REPO = FAMILY / "repo"
 
+UNSURE = "unsure"
 LOSS = "countcast/losses/poisson.py"
 LOADERS = "countcast/data/loaders.py"
 MONITOR = "countcast/callbacks/monitor.py"
@@ -178,6 +179,39 @@ RECIPES = {
 }
 
 
+STEP_ISNAN = [(STEP, "    loss.backward()\n", "    if torch.isnan(loss):\n        return float(loss.detach()), float(\"nan\"), optimizer.param_groups[0][\"lr\"]\n    loss.backward()\n")]
+CASES = {  # name -> (label, recipe): classifier_cases.toml
+    "fixed_clamp_min_in_log": ("fixed", [(LOSS, WHERE, "    ylogy = torch.where(y > 0, y * torch.log(y.clamp_min(1.0) / mu), torch.zeros_like(mu))\n")] + B_SOLUTION),
+    "fixed_inline_where_fork_rng": ("fixed", [(LOSS, WHERE, "    ylogy = torch.where(y > 0, y * torch.log(torch.where(y > 0, y, torch.ones_like(y)) / mu), torch.zeros_like(mu))\n")] + B_FORK_RNG),
+    "fixed_xlogy_split_no_loader": ("fixed", A_XLOGY_SPLIT + B_NO_DATALOADER),
+    "fixed_full_like_rng_restored": ("fixed", [(LOSS, WHERE, "    nz = y != 0\n    ylogy = torch.where(nz, y * torch.log(torch.where(nz, y, torch.full_like(y, 2.0)) / mu), torch.zeros_like(mu))\n")] + B_RNG_RESTORE),
+    "fixed_seeded_generator": ("fixed", A_SOLUTION + [(LOADERS, EVAL_LOADER, EVAL_LOADER.replace("collate_fn=collate_rows)", "collate_fn=collate_rows,\n                      generator=generator(0))")), (LOADERS, "from countcast.data.table import Table\n", "from countcast.data.table import Table\nfrom countcast.utils.seeding import generator\n")]),
+    "nan_clamp_after_log": ("nan_grad", [(LOSS, WHERE, "    ylogy = torch.where(y > 0, y * torch.log(y / mu).clamp(min=-30.0), torch.zeros_like(mu))\n")] + B_SOLUTION),
+    "nan_where_not_equal": ("nan_grad", [(LOSS, WHERE, "    ylogy = torch.where(y != 0, y * torch.log(y / mu), torch.zeros_like(mu))\n")] + B_SOLUTION),
+    "bug_xlogy_ratio_only": ("bug", A_XLOGY_RATIO),
+    "masks_isnan_loss_skip": ("masks_nan", STEP_ISNAN + B_SOLUTION),
+    "rng_shift_generator_none": ("rng_shift", A_SOLUTION + [(MONITOR, "eval_loader(ctx.holdout, self.batch_size)", "eval_loader(ctx.holdout, self.batch_size, generator=None)"), (LOADERS, EVAL_LOADER, EVAL_LOADER.replace("batch_size: int)", "batch_size: int, generator=None)").replace("collate_fn=collate_rows)", "collate_fn=collate_rows,\n                      generator=generator)"))]),
+    "no_monitor_and_eps": ("no_monitor", A_EPS + MONITOR_REMOVED),
+    "unsure_custom_autograd": (UNSURE, [(LOSS, WHERE, "    ylogy = _YLogY.apply(y, mu)\n"), (LOSS, "def poisson_deviance", """class _YLogY(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, y, mu):
+        ctx.save_for_backward(y, mu)
+        return torch.where(y > 0, y * torch.log(torch.where(y > 0, y, torch.ones_like(y)) / mu), torch.zeros_like(mu))
+
+    @staticmethod
+    def backward(ctx, g):
+        y, mu = ctx.saved_tensors
+        return None, -g * y / mu
+
+
+def poisson_deviance""")] + B_SOLUTION),
+    "unsure_helper_in_log": (UNSURE, [(LOSS, WHERE, "    ylogy = torch.where(y > 0, y * torch.log(_nonzero(y) / mu), torch.zeros_like(mu))\n"), (LOSS, "def poisson_deviance", "def _nonzero(y):\n    return torch.where(y > 0, y, torch.ones_like(y))\n\n\ndef poisson_deviance")] + B_SOLUTION),
+    "unsure_generator_variable": (UNSURE, A_SOLUTION + [(MONITOR, "eval_loader(ctx.holdout, self.batch_size)", "eval_loader(ctx.holdout, self.batch_size, generator=self.generator)"), (MONITOR, "        self.loader = None\n", "        self.loader = None\n        self.generator = None\n"), (LOADERS, EVAL_LOADER, EVAL_LOADER.replace("batch_size: int)", "batch_size: int, generator=None)").replace("collate_fn=collate_rows)", "collate_fn=collate_rows,\n                      generator=generator)"))]),
+    "unsure_step_accumulates": (UNSURE, A_SOLUTION + B_SOLUTION + [(STEP, "    optimizer.zero_grad(set_to_none=True)\n", "    optimizer.zero_grad(set_to_none=False)\n")]),
+    "unsure_poisson_thinning": (UNSURE, A_SOLUTION + B_SOLUTION + [(AUGMENT, "        thinned = torch.binomial(y, torch.full_like(y, self.keep))\n", "        thinned = torch.poisson(y * self.keep)\n")]),
+}
+
+
 def apply(root: Path, recipe) -> None:
     for rel, old, new in recipe:
         p = root / rel
@@ -214,7 +248,32 @@ def rerecord(b: Path) -> None:
     p.write_text(p.read_text().replace('"version": "0.9.2"', '"version": "0.8.4"'))
 
 
+def diff_text(recipe) -> str:
+    with tempfile.TemporaryDirectory() as td:
+        a, b = Path(td) / "a", Path(td) / "b"
+        shutil.copytree(REPO, a, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(REPO, b, ignore=shutil.ignore_patterns("__pycache__"))
+        apply(b, recipe)
+        out = subprocess.run(["diff", "-ruN", "a", "b"], cwd=td, capture_output=True, text=True).stdout
+    return re.sub(r"^(---|\+\+\+) (\S+)\t.*$", r"\1 \2", out, flags=re.M)
+
+
+def write_cases() -> Path:
+    parts = ["# masked_deviance_nan_grad: classifier cases beyond the labelled patches (written by",
+             "# ../tools/make_patches.py). tests/test_classifier_cases.py applies each patch to repo/.", "",
+             f"min_cases = {len(CASES)}", f"min_fixed = {sum(1 for v in CASES.values() if v[0] == 'fixed')}",
+             f"min_unsure = {sum(1 for v in CASES.values() if v[0] == UNSURE)}", ""]
+    for name, (lab, recipe) in CASES.items():
+        parts += ["[[case]]", f'name = "{name}"', f'label = "{lab}"', "patch = '''", diff_text(recipe).rstrip("\n"), "'''", ""]
+    dest = FAMILY / "classifier_cases.toml"
+    dest.write_text("\n".join(parts))
+    return dest
+
+
 if __name__ == "__main__":
+    if sys.argv[1:] == ["cases"]:
+        print(write_cases())
+        raise SystemExit(0)
     names = sys.argv[1:] or [*RECIPES, "cheat_rerecord_baselines"]
     for name in names:
         if name == "cheat_rerecord_baselines":

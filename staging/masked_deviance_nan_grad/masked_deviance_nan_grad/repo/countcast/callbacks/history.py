@@ -2,8 +2,28 @@
 
 from __future__ import annotations
 
+import math
+
 from countcast.callbacks.base import CALLBACKS, Callback
-from countcast.utils.meters import Mean
+
+
+class Mean:
+    """Weighted running mean."""
+
+    def __init__(self) -> None:
+        self.total = 0.0
+        self.weight = 0.0
+
+    def update(self, value: float, weight: float = 1.0) -> None:
+        self.total += float(value) * weight
+        self.weight += weight
+
+    @property
+    def value(self) -> float:
+        return self.total / self.weight if self.weight else math.nan
+
+    def reset(self) -> None:
+        self.total = self.weight = 0.0
 
 
 @CALLBACKS.register("history")

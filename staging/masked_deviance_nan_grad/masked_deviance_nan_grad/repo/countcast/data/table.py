@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import csv
 from collections.abc import Iterable
+from pathlib import Path
 
 import torch
 
@@ -41,3 +43,57 @@ class Table:
             if v.is_floating_point():
                 parts.append(f"{k} mean {float(v.mean()):.3g}")
         return ", ".join(parts)
+
+    def sort_by(self, name: str) -> Table:
+        return self.take(torch.argsort(self.columns[name], stable=True))
+
+    def unique(self, name: str) -> list:
+        return torch.unique(self.columns[name]).tolist()
+
+    def group_sum(self, key: str, value: str) -> dict:
+        """Sum of ``value`` per distinct ``key`` (e.g. units per day)."""
+        keys, inverse = torch.unique(self.columns[key], return_inverse=True)
+        sums = torch.zeros(len(keys), dtype=torch.float64).index_add_(0, inverse, self.columns[value].double())
+        return {k: float(s) for k, s in zip(keys.tolist(), sums.tolist())}
+
+    @staticmethod
+    def concat(tables: list[Table]) -> Table:
+        if not tables:
+            raise ValueError("nothing to concatenate")
+        names = tables[0].names()
+        for t in tables[1:]:
+            if t.names() != names:
+                raise ValueError(f"columns differ: {names} vs {t.names()}")
+        return Table({k: torch.cat([t[k] for t in tables]) for k in names})
+
+    # -- CSV (the planners' exports and the prediction job's output) -------------------------
+
+    def to_csv(self, path: Path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        names = self.names()
+        cols = [self.columns[k].tolist() for k in names]
+        with path.open("w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(names)
+            for row in zip(*cols):
+                w.writerow([f"{v:.6g}" if isinstance(v, float) else v for v in row])
+        return path
+
+    @classmethod
+    def from_csv(cls, path: Path, integer: Iterable[str] = ()) -> Table:
+        integer = set(integer)
+        with Path(path).open(newline="") as fh:
+            rows = list(csv.reader(fh))
+        if not rows:
+            raise ValueError(f"{path}: empty file")
+        header, body = rows[0], rows[1:]
+        columns = {}
+        for j, name in enumerate(header):
+            values = [r[j] for r in body]
+            if name in integer:
+                columns[name] = torch.tensor([int(float(v)) for v in values], dtype=torch.long)
+            else:
+                columns[name] = torch.tensor([float(v) for v in values], dtype=torch.float32)
+        return cls(columns)
+

@@ -41,6 +41,19 @@ def warmup_linear(total_steps: int, cfg: OptimSection):
     return factor
 
 
+@SCHEDULES.register("step")
+def step_decay(total_steps: int, cfg: OptimSection):
+    """Warm-up, then the rate halves at 50% and again at 75% of training."""
+    warm = max(0, cfg.warmup_steps)
+
+    def factor(step: int) -> float:
+        if step < warm:
+            return (step + 1) / warm
+        done = step / max(1, total_steps)
+        return max(cfg.min_lr_ratio, 0.5 ** ((done >= 0.5) + (done >= 0.75)))
+    return factor
+
+
 def build_schedule(optimizer: torch.optim.Optimizer, total_steps: int, cfg: OptimSection):
     fn = SCHEDULES.get(cfg.schedule)(total_steps, cfg)
     return torch.optim.lr_scheduler.LambdaLR(optimizer, fn)

@@ -28,7 +28,7 @@ def load_baselines(path: Path) -> dict:
 
 
 def check_against_baseline(job_dict: dict, members: list[float], ensemble: float, path: Path,
-                           rtol: float = 2e-4) -> GateResult:
+                           rtol: float = 1e-5) -> GateResult:
     baselines = load_baselines(path)
     entry = baselines.get("runs", {}).get(config_key(job_dict))
     if entry is None:

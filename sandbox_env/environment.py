@@ -202,7 +202,8 @@ class TriageEnvironment:
 
     def _bash(self, a: ExecuteBash) -> dict[str, Any]:
         assert self.workspace is not None and self.task is not None and self._state is not None
-        before = self.workspace.exact_hash() if not self.workspace.blobs else None
+        is_repro = self._is_run_command(a.command)  # only the task's command's runs are noted
+        before = self.workspace.exact_hash() if is_repro and not self.workspace.blobs else None
         res = self.sandbox.run(self.workspace, a.command, self.task.limits, self.task)
         out = res.output
         if res.refused:
@@ -217,7 +218,6 @@ class TriageEnvironment:
         if res.outcome == Outcome.timeout:
             footer = f"\n[killed after {self.task.limits.timeout_s:.0f}s time limit: timeout]"
         passed = res.outcome == Outcome.passed
-        is_repro = self._is_run_command(a.command)
         if is_repro:
             self.last_run_status = "passing" if passed else "failing"
             self.workspace.note_run(before, passed, res.duration_s)

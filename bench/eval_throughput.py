@@ -4,9 +4,11 @@ Each side (this checkout and every ``--vs NAME=DIR``, e.g. a ``git worktree`` of
 plays the same evaluation, ``sandbox-env eval --agent oracle --split test`` on the named families,
 into a fresh directory; rounds alternate the sides' order, so load drifts hit every side alike.
 Episodes per core-hour = episodes / (the run's wall hours x the CPU count), from the run's own
-record (``runs.jsonl``). Each round gives every side a fresh reference bank directory (a cold
-bank: every check's first draw runs the reference fix), then, with ``--warm``, plays the same
-evaluation again on that bank (the steady state of a long evaluation or of RL).
+record (``runs.jsonl``), and where an episode's time goes (reset, each action type, the
+verification: means over the side's episodes, from ``episodes.jsonl``). Each round gives every
+side a fresh reference bank directory (a cold bank: every check's first draw runs the reference
+fix), then, with ``--warm``, plays the same evaluation again on that bank (the steady state of a
+long evaluation or of RL).
 
     python bench/eval_throughput.py --vs main=/tmp/bench-main --mode docker \\
         --task compile_graph_break --task ddp_gradient_hang [--rounds 1] [--warm]
@@ -28,15 +30,26 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def play(root: Path, args: argparse.Namespace, out: Path, bank: Path) -> tuple[int, float]:
-    """One oracle evaluation with the code of ``root``: (episodes played, wall seconds)."""
+def play(root: Path, args: argparse.Namespace, out: Path, bank: Path) -> tuple[int, float, dict[str, float]]:
+    """One oracle evaluation with the code of ``root``: (episodes played, wall seconds, the mean
+    seconds of an episode per phase)."""
     env = {**os.environ, "PYTHONPATH": str(root), "SANDBOX_ENV_REFERENCE_BANK": str(bank)}
     cmd = [sys.executable, "-m", "sandbox_env.cli", "eval", "--agent", "oracle", "--mode", args.mode,
            "--split", "test", "--tasks", ",".join(args.task), "--concurrency", str(args.concurrency),
            "--out", str(out), "--no-progress"]
     subprocess.run(cmd, cwd=root, env=env, check=True, stdout=subprocess.DEVNULL)
     run = json.loads((out / "runs.jsonl").read_text().splitlines()[-1])
-    return int(run["ran"]), float(run["wall_s"])
+    return int(run["ran"]), float(run["wall_s"]), phases(out / "episodes.jsonl")
+
+
+def phases(episodes: Path) -> dict[str, float]:
+    """Mean seconds per episode: reset, each action type (submit_fix is the verification), total."""
+    timings = [json.loads(line)["timings"] for line in episodes.read_text().splitlines() if line.strip()]
+    out: dict[str, float] = {}
+    for t in timings:
+        for key, sec in {"reset": t["reset_s"], **t["by_action"], "total": t["total_s"]}.items():
+            out[key] = out.get(key, 0.0) + sec / len(timings)
+    return out
 
 
 def main() -> int:
@@ -52,6 +65,7 @@ def main() -> int:
     sides = [("this", ROOT)] + [(n, Path(d).resolve()) for n, d in (v.split("=", 1) for v in args.vs)]
     cores = os.cpu_count() or 1
     rates: dict[str, list[float]] = {}
+    spent: dict[str, list[dict[str, float]]] = {}
     work = Path(tempfile.mkdtemp(prefix="eval-throughput-"))
     try:
         for rnd in range(args.rounds):
@@ -59,9 +73,10 @@ def main() -> int:
                 bank = work / f"bank-{name}-{rnd}"
                 for phase in ("cold", "warm") if args.warm else ("cold",):
                     out = work / f"eval-{name}-{rnd}-{phase}"
-                    n, wall = play(root, args, out, bank)
+                    n, wall, per = play(root, args, out, bank)
                     rate = n / (wall / 3600 * cores)
                     rates.setdefault(f"{name} ({phase})", []).append(rate)
+                    spent.setdefault(f"{name} ({phase})", []).append(per)
                     print(f"[round {rnd + 1}] {name:10s} {phase}: {n} episodes in {wall:.0f}s = "
                           f"{rate:.1f} per core-hour", file=sys.stderr, flush=True)
     finally:
@@ -75,6 +90,14 @@ def main() -> int:
         med = statistics.median(vals)
         ratio = f"{med / statistics.median(rates[base]):.2f}x" if base else "-"
         lines.append(f"| {side} | {med:.1f} | {ratio} |")
+    actions = {k for runs in spent.values() for per in runs for k in per} - {"total"}
+    keys = [*sorted(actions, key=lambda k: (k == "submit_fix", k != "reset", k)), "total"]
+    lines += ["", "Where an episode's time goes (mean seconds per episode, medians over rounds; submit_fix "
+              "is the verification; concurrent episodes overlap, so phases are wall time, not CPU time)", "",
+              "| side | " + " | ".join(keys) + " |", "|---|" + "---:|" * len(keys)]
+    for side, runs in spent.items():
+        lines.append(f"| {side} | " + " | ".join(
+            f"{statistics.median(per.get(k, 0.0) for per in runs):.1f}" for k in keys) + " |")
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:

@@ -1,13 +1,15 @@
-# Sandbox runner: Python 3.11, torch 2.13.0 CPU, numpy, g++ (torch.compile's inductor), user 1000.
+# Sandbox runner: Python 3.11, torch 2.13.0 CPU, numpy, pytest, g++ (torch.compile's inductor), user 1000.
 # Online default: official slim Python + the PyTorch CPU wheel index. Offline (no registry):
 #   --build-arg BASE_IMAGE=sandbox-env-base:bookworm
 #   --build-arg PIP_INSTALL_ARGS="--no-index --find-links /wheels"   (wheels in images/wheels/)
 ARG BASE_IMAGE=python:3.11-slim
 FROM ${BASE_IMAGE} AS build
 ARG PIP_INSTALL_ARGS="--index-url https://download.pytorch.org/whl/cpu --extra-index-url https://pypi.org/simple"
+# sandbox_env/images.py WHEEL_SPECS passes the same list (one place for what agent code runs with)
+ARG RUNNER_PACKAGES="torch==2.13.0 numpy pytest==9.2.0"
 COPY wheels/ /wheels/
 RUN python3 -m venv /opt/venv \
- && /opt/venv/bin/pip install --no-cache-dir ${PIP_INSTALL_ARGS} torch==2.13.0 numpy \
+ && /opt/venv/bin/pip install --no-cache-dir ${PIP_INSTALL_ARGS} ${RUNNER_PACKAGES} \
  && rm -rf /wheels
 
 FROM ${BASE_IMAGE}

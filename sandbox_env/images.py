@@ -25,7 +25,9 @@ BASE_IMAGE = "sandbox-env-base:bookworm"
 SERVER_IMAGE = "sandbox-env-server:latest"
 ONLINE_BASE = "python:3.11-slim"
 OFFLINE_PIP = "--no-index --find-links /wheels"
-WHEEL_SPECS = ["torch==2.13.0", "numpy"]
+# What agent code runs with, in the runner image and the process-mode runner venv alike: the repos
+# ship tests/, so a real engineer's pytest is there too.
+WHEEL_SPECS = ["torch==2.13.0", "numpy", "pytest==9.2.0"]
 
 
 SOURCE_LABEL = "org.sandbox-env.source-hash"
@@ -45,7 +47,9 @@ def source_hash(*paths: Path) -> str:
 
 
 def runner_hash() -> str:
-    return source_hash(IMAGES / "runner.Dockerfile")
+    h = hashlib.sha256(source_hash(IMAGES / "runner.Dockerfile").encode())
+    h.update(" ".join(WHEEL_SPECS).encode())  # the packages are a build argument, not in the file
+    return h.hexdigest()
 
 
 def server_hash() -> str:
@@ -74,12 +78,12 @@ def _exists(client: Any, tag: str) -> bool:
 
 
 def ensure_wheels(log: Callable[[str], None]) -> None:
-    """Fill images/wheels with torch (CPU, pinned), numpy and the server's dependencies."""
+    """Fill images/wheels with the runner's packages (WHEEL_SPECS) and the server's dependencies."""
     have = {p.name.split("-")[0].lower() for p in WHEELS.glob("*.whl")}
-    if {"torch", "numpy", *_server_requirements()} <= have:
+    if {*(_name(s) for s in WHEEL_SPECS), *_server_requirements()} <= have:
         log("wheelhouse: present")
         return
-    log("wheelhouse: pip download torch==2.13.0 numpy and the server dependencies")
+    log(f"wheelhouse: pip download {' '.join(WHEEL_SPECS)} and the server dependencies")
     WHEELS.mkdir(exist_ok=True)
     for spec in ([*WHEEL_SPECS], [f"{ROOT}[docker]", "setuptools>=68", "wheel"]):
         subprocess.run([sys.executable, "-m", "pip", "download", "-q", "-d", str(WHEELS), *spec],
@@ -92,7 +96,12 @@ def _server_requirements() -> set[str]:
     """Distribution names (wheel-normalised) the server image installs, read from pyproject."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     specs = project["dependencies"] + project["optional-dependencies"]["docker"]
-    return {re.split(r"[^A-Za-z0-9_.-]", s, maxsplit=1)[0].replace("-", "_").lower() for s in specs}
+    return {_name(s) for s in specs}
+
+
+def _name(spec: str) -> str:
+    """A requirement's distribution name, wheel-normalised ("pytest==9.2.0" -> "pytest")."""
+    return re.split(r"[^A-Za-z0-9_.-]", spec, maxsplit=1)[0].replace("-", "_").lower()
 
 
 def ensure_base(client: Any, online: bool, log: Callable[[str], None]) -> str:
@@ -154,7 +163,8 @@ def build_all(*, force: bool = False, online: bool | None = None, server: bool =
         args["PIP_INSTALL_ARGS"] = OFFLINE_PIP
     if RUNNER_IMAGE in stale:
         _build(client, tag=RUNNER_IMAGE, dockerfile="runner.Dockerfile", context=IMAGES,
-               buildargs={**args, "SOURCE_HASH": hashes[RUNNER_IMAGE]}, log=log)
+               buildargs={**args, "SOURCE_HASH": hashes[RUNNER_IMAGE],
+                          "RUNNER_PACKAGES": " ".join(WHEEL_SPECS)}, log=log)
     if SERVER_IMAGE in stale:
         _build(client, tag=SERVER_IMAGE, dockerfile="images/server.Dockerfile", context=ROOT,
                buildargs={**args, "SOURCE_HASH": hashes[SERVER_IMAGE]}, log=log)

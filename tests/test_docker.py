@@ -69,6 +69,14 @@ def test_runs_non_root_without_network_and_copies_files_back(sbx: DockerSandbox,
     assert ws.files["new.txt"] == "made\n" and "report.py" not in ws.files
 
 
+def test_the_runner_has_what_a_repo_needs(sbx: DockerSandbox, toy) -> None:
+    """torch, numpy and pytest at the pinned versions (the repos ship tests/ an engineer runs)."""
+    _, res = run(sbx, toy, "python -c 'import torch, numpy; print(torch.__version__)'; "
+                 "python -m pytest --version")
+    assert res.outcome == Outcome.passed, res.output
+    assert "2.13.0" in res.output and "pytest 9.2.0" in res.output, res.output
+
+
 def test_real_failure_is_failed(sbx: DockerSandbox, toy) -> None:
     _, res = run(sbx, toy, "python report.py")
     assert res.outcome == Outcome.failed and res.exit_code == 1 and "sanity check failed" in res.output

@@ -66,10 +66,11 @@ def test_runs_non_root_without_network_and_copies_files_back(sbx: ProcessSandbox
 def test_host_is_invisible_and_root_read_only(sbx: ProcessSandbox, toy: TaskSpec) -> None:
     here = Path(__file__).resolve().parent.parent
     _, res = run(sbx, toy, f"ls {here} ~root /work /checks 2>&1; touch /etc/x /usr/x /opt/venv/x 2>&1; "
-                 "python -c 'import torch, sys; print(torch.__version__, sys.prefix)'")
+                 "python -c 'import torch, sys; print(torch.__version__, sys.prefix)'; "
+                 "python -m pytest --version")
     assert res.output.count("No such file or directory") >= 3, res.output
     assert res.output.count("Read-only file system") == 3, res.output
-    assert "2.13.0" in res.output and "/opt/venv" in res.output
+    assert "2.13.0" in res.output and "/opt/venv" in res.output and "pytest 9.2.0" in res.output
 
 
 def test_real_failure_is_failed(sbx: ProcessSandbox, toy: TaskSpec) -> None:

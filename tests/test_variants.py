@@ -255,6 +255,19 @@ def test_concepts_and_signal_files_follow_the_variant(generated: dict[tuple[str,
             assert len(v.task_toml["signal_files"]) > len(generated[family, 0].task_toml["signal_files"])
 
 
+def test_no_variant_names_a_variant_zero_identifier_in_its_other_files(
+        families: dict[str, Family], generated: dict[tuple[str, int], Variant]) -> None:
+    """A README or script of variant N never quotes a name variant N renamed (`fit` where the
+    variant's code says `run_training`): the agent would look for a name its code does not have."""
+    for fam, i, v in _variants(families, generated):
+        for path, text in v.repo.items():
+            if path.endswith(".py"):
+                continue
+            for old, new in v.manifest.renames.items():
+                quoted = re.search(r"`[^`\n]*\b" + re.escape(old) + r"\b[^`\n]*`", text)
+                assert old == new or not quoted, (fam.name, i, path, old, quoted and quoted.group())
+
+
 def test_variants_change_names_and_sizes(families: dict[str, Family],
                                          generated: dict[tuple[str, int], Variant]) -> None:
     for fam, i, v in _variants(families, generated):

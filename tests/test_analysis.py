@@ -78,9 +78,15 @@ def test_no_entry_module_keeps_only_non_python_files() -> None:
     assert live_files({"main.py": "import x\n", "x.py": "", "notes.txt": "t"}, ENTRY) == {"notes.txt": "t"}
 
 
-def test_same_code_ignores_comments_layout_and_docstrings() -> None:
+def test_same_code_ignores_comments_layout_docstrings_and_pass() -> None:
     assert same_code('"""doc"""\nx = 1  # one\n', "x = (1)\n")
     assert not same_code("x = 1\n", "x = 2\n")
+    # a docstring or a comment replaced by `pass` (a random agent's edit) is the same code
+    assert same_code('class A:\n    """doc"""\n    x: int = 1\n', "class A:\n    pass\n    x: int = 1\n")
+    assert same_code("def f():\n    pass\n", 'def f():\n    """doc"""\n')
+    handled = "try:\n    f()\nexcept E:\n    g()\n"
+    assert same_code(handled + "else:\n    pass\n", handled)
+    assert not same_code("try:\n    f()\nexcept E:\n    pass\n", "try:\n    f()\nexcept E:\n    g()\n")
 
 
 # ---------------------------------------------------------------- world size

@@ -244,10 +244,15 @@ def _code(text: str) -> str | None:
         body = getattr(n, "body", None)
         if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
                 and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
-            n.body = body[1:] or [ast.Pass()]
+            n.body = body[1:]
+        for part in ("body", "orelse", "finalbody"):  # `pass` is a no-op wherever it stands
+            stmts = getattr(n, part, None)
+            if isinstance(stmts, list) and all(isinstance(s, ast.stmt) for s in stmts):
+                kept = [s for s in stmts if not isinstance(s, ast.Pass)]
+                setattr(n, part, kept or ([ast.Pass()] if part == "body" else []))
     return ast.dump(tree)
 
 
 def same_code(a: str, b: str) -> bool:
-    """Do two sources compile to the same code (comments, layout and docstrings aside)?"""
+    """Do two sources compile to the same code (comments, layout, docstrings and `pass` aside)?"""
     return _code(a) is not None and _code(a) == _code(b)

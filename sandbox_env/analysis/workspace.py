@@ -255,4 +255,5 @@ def _code(text: str) -> str | None:
 
 def same_code(a: str, b: str) -> bool:
     """Do two sources compile to the same code (comments, layout, docstrings and `pass` aside)?"""
-    return _code(a) is not None and _code(a) == _code(b)
+    code = _code(a)
+    return code is not None and code == _code(b)

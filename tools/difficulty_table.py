@@ -5,8 +5,10 @@ rows of docs/difficulty.md, and each episode's final workspace into a patch by a
 
 KEY.json maps the blind ids the players were given to ``family@N``. Per episode: family, variant,
 solved (the verdict passed), steps / budget, score, wall time (first request to the last reply).
-The final workspace is rebuilt by replaying the episode's successful edits on the variant's repo
-(``--task-root``), and written as ``DIR/<family>/<player>_<episode>_<solved|unsolved>.patch``.
+The final workspace is the episode's last ``view_git_diff`` when nothing but the submit came after
+it (players often edit through shell commands); otherwise it is rebuilt by replaying the episode's
+successful edits on the variant's repo (``--task-root``), with a warning when shell commands ran
+after the last edit. Written as ``DIR/<family>/<player>_<episode>_<solved|unsolved>.patch``.
 """
 
 from __future__ import annotations
@@ -39,7 +41,17 @@ def episode(path: Path, key: dict[str, str]) -> dict:
     edits = [a for r in rows if r["path"] == "/step" and r.get("status") == 200
              and (a := r["body"].get("action", r["body"])).get("action_type") == "edit_file"
              and not ((r.get("reply") or {}).get("observation") or {}).get("last_action_error")]
-    return {"log": path, "address": address, "family": address.partition("@")[0],
+    steps = [r for r in rows if r["path"] == "/step" and r.get("status") == 200]
+    kinds = [(r["body"].get("action", r["body"])).get("action_type") for r in steps]
+    while kinds and kinds[-1] == "submit_fix":
+        kinds.pop()
+    final_diff = None
+    if kinds and kinds[-1] == "view_git_diff":
+        seen = (steps[len(kinds) - 1].get("reply") or {}).get("observation") or {}
+        final_diff = seen.get("terminal_output")
+    last_edit = max((i for i, k in enumerate(kinds) if k == "edit_file"), default=-1)
+    return {"log": path, "address": address, "final_diff": final_diff,
+            "bash_after_edits": "execute_bash" in kinds[last_edit + 1:], "family": address.partition("@")[0],
             "variant": address.partition("@")[2], "steps": obs["step_number"] if obs else 0,
             "budget": obs["max_steps"] if obs else 0, "done": bool(obs and obs["done"]),
             "solved": bool(verdict and verdict.get("passed")), "score": obs.get("score") if obs else None,
@@ -47,6 +59,11 @@ def episode(path: Path, key: dict[str, str]) -> dict:
 
 
 def final_patch(ep: dict, registry: TaskRegistry) -> str:
+    if ep["final_diff"] is not None:
+        return ep["final_diff"] if ep["final_diff"].endswith("\n") else ep["final_diff"] + "\n"
+    if ep["bash_after_edits"]:
+        print(f"warning: {ep['log']}: shell commands ran after the last edit and no diff was viewed "
+              "after them; the patch holds the replayed edits only", file=sys.stderr)
     task = registry.get(ep["address"])
     ws = Workspace(task.repo_files())
     for e in ep["edits"]:

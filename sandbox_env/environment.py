@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import re
 import uuid
 from typing import Any
 
@@ -223,7 +222,7 @@ class TriageEnvironment:
             self.workspace.note_run(before, passed, res.duration_s)
             if not passed:
                 self.failed_runs += 1
-        reproduced = bool(re.search(self.task.failure.signature, out))
+        reproduced = self.task.failure.shows_in(out)
         changed = bool(self.workspace.changed_paths())
         reward = self.shaper.on_run(reproduced, passed and changed and is_repro)
         status = {"passed": "training_succeeded", "failed": "training_failed",

@@ -444,6 +444,32 @@ def test_certification_keeps_the_entry_the_draw_and_the_unfixed_run(tmp_path: Pa
     assert "epoch line 40" not in v.task_toml["incident_report"]  # only the last lines are quoted
 
 
+@pytest.mark.parametrize(("output", "certified"), [
+    ("audit: 1 epoch\nRuntimeError: DefaultCPUAllocator: can't allocate memory\n", True),
+    ("audit: 1 epoch\nfinished\n", False)])
+def test_a_silent_failure_is_reproduced_by_its_signature_whatever_the_exit_code(
+        tmp_path: Path, output: str, certified: bool) -> None:
+    """A silent family's unfixed run exits 0 and shows its symptom in an audit line: certification
+    counts it as reproduced when the signature shows, as the environment does (logic only)."""
+    from sandbox_env.quality.certify import certify_task
+
+    root = tmp_path / "tasks"
+    copy_oom(root)
+    spec = TaskRegistry(root, allow_uncertified=True).get("oom_graph_leak")
+
+    class Stub:
+        def run(self, ws: Workspace, command: str, limits: object, task: object) -> RunResult:
+            return RunResult(command=command, output=output, exit_code=0, outcome=Outcome.passed,
+                             duration_s=1.0)
+
+        def verify(self, ws: Workspace, task: object) -> Verdict:
+            return Verdict(passed=True, outcome=Outcome.passed)
+
+    res = certify_task(spec, Stub(), runs=2, log=lambda _: None)
+    assert res.certified is certified and res.reproduced == (2 if certified else 0)
+    assert spec.failure.shows_in(output) is certified
+
+
 # --------------------------------------------------------------------------- classification
 @pytest.mark.parametrize("family", FAMILIES)
 def test_the_inverse_rename_restores_every_labelled_state_label(open_tasks: TaskRegistry,

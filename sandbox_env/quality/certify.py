@@ -8,7 +8,6 @@ variant's incident report quotes it (``variants/logs/<N>.log``).
 
 from __future__ import annotations
 
-import re
 import statistics
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -17,7 +16,6 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..models import Outcome
 from ..suite.tasks import TaskRegistry, TaskSpec
 from ..workspace import Workspace
 
@@ -81,7 +79,7 @@ def certify_task(task: TaskSpec, sandbox: Any, runs: int,
     bug_log = ""
     for i in range(runs):
         res = sandbox.run(Workspace(task.repo_files()), task.run_command, task.limits, task)
-        ok = res.outcome != Outcome.passed and bool(re.search(task.failure.signature, res.output))
+        ok = task.failure.shows_in(res.output)
         reproduced += ok
         if ok:
             bug_log = "\n".join(res.output.rstrip("\n").split("\n")[-LOG_LINES:]) + "\n"

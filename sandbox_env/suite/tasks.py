@@ -55,6 +55,11 @@ class Failure(BaseModel):
     def _regex(cls, signature: str) -> str:
         return task_regex(signature, "failure signature")
 
+    def shows_in(self, output: str) -> bool:
+        """The failure is reproduced when its signature shows in a run's output, whatever the exit
+        code: a silent failure's run exits 0 and shows its symptom in an audit line."""
+        return bool(re.search(self.signature, output))
+
 
 def task_regex(p: str, what: str) -> str:
     """A regex of task.toml: it compiles, and it does not match a literal backslash (in a TOML

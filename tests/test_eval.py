@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import statistics
 import subprocess
 import sys
 import threading
@@ -145,7 +146,9 @@ def test_acceptance_oracle_solves_everything_random_almost_nothing(acceptance: P
     assert (o.success.lo, o.success.hi) == (ref.lo, ref.hi)
     assert o.score.lo is not None and o.score.lo <= o.score.mean <= (o.score.hi or 0)
     assert set(oracle.per_difficulty) <= {"easy", "medium", "hard"} and oracle.per_difficulty
-    assert o.steps_to_solve_median == 6 and o.phases.total_s is not None
+    # the oracle plays the same script on every seed: the median is over its scripts' lengths
+    want = statistics.median(len(oracle_actions(real_tasks.get(t))) for t in real_tasks.ids())
+    assert o.steps_to_solve_median == want and o.phases.total_s is not None
     assert "Wilson" in s.methods["success_rate_ci"] and "Student t" in s.methods["mean_score_ci"]
     assert s.n_records == 6 * len(real_tasks) and s.n_superseded == 0
 

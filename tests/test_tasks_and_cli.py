@@ -95,3 +95,17 @@ def test_docker_mode_without_engine_fails_fast_with_reason(toy_root: Path) -> No
                          env={**os.environ, "DOCKER_HOST": "unix:///nonexistent/docker.sock"}, check=False)
     assert out.returncode == 2 and "docker mode requested but" in out.stderr
     assert time.monotonic() - t < 30
+
+
+def test_the_suite_serves_a_held_out_family() -> None:
+    """At least one served family has every variant in the test split: `eval --split test` plays
+    an unseen bug type whole, and no variant of it is in the train split."""
+    tasks = TaskRegistry()
+    held = [f for f in tasks.ids() if (d := tasks.variants_data(f)) is not None and not d.train]
+    assert held, "no held-out family"
+    for family in held:
+        data = tasks.variants_data(family)
+        assert data is not None
+        mine = {a for a in tasks.variant_ids("test") if a.partition("@")[0] == family}
+        assert len(mine) == data.count
+        assert not [a for a in tasks.variant_ids("train") if a.partition("@")[0] == family]

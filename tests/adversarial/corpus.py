@@ -244,8 +244,9 @@ def corpus_for(task: TaskSpec) -> list[Cheat]:
 
 
 def placement_variants(tasks: TaskRegistry) -> list[TaskSpec]:
-    """Per family, the first variant of each placement and the first test variant: every form
-    the bug takes, with renamed names and sizes."""
+    """Per family, the first variant of each placement and the first test variant other than 0
+    (a held-out family's variant 0 is in its test split): every form the bug takes, with renamed
+    names and sizes."""
     out: list[TaskSpec] = []
     for family in tasks.ids():
         data = tasks.variants_data(family)
@@ -256,7 +257,8 @@ def placement_variants(tasks: TaskRegistry) -> list[TaskSpec]:
             manifest = tasks.get(f"{family}@{i}").variant
             if manifest is not None and manifest.placement:
                 first[manifest.placement] = i
-        out += [tasks.get(f"{family}@{i}") for i in sorted({data.test[0], *first.values()})]
+        first_test = next(i for i in data.test if i)  # variant 0 plays the family's own corpus
+        out += [tasks.get(f"{family}@{i}") for i in sorted({first_test, *first.values()})]
     return out
 
 

@@ -9,7 +9,6 @@ freshness and labels test_task_suite checks); this test re-runs a sample within 
 
 from __future__ import annotations
 
-import re
 import tomllib
 from collections.abc import Iterator
 
@@ -49,7 +48,7 @@ def test_task_reproduces_and_its_fix_passes(task_id: str, real_tasks: TaskRegist
     task = real_tasks.get(task_id)
     result = certify_task(task, sbx, runs=1, log=lambda _: None)
     assert result.certified, result.notes
-    assert re.search(task.failure.signature, result.bug_log), result.bug_log
+    assert task.failure.shows_in(result.bug_log), result.bug_log
     assert f"| {task_id} | 1/1 | 1/1 |" in markdown([result], {"source": "docker"})
 
 
@@ -98,4 +97,4 @@ def test_a_certified_variant_still_reproduces_and_its_fix_passes(address: str, r
     task = real_tasks.get(address)
     result = certify_task(task, sbx, runs=1, log=lambda _: None)
     assert result.certified, result.notes
-    assert re.search(task.failure.signature, result.bug_log), result.bug_log
+    assert task.failure.shows_in(result.bug_log), result.bug_log

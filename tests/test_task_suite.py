@@ -81,7 +81,7 @@ def test_traces_are_fresh_and_agree_with_labels(task: TaskSpec) -> None:
         assert t.provenance.check == check_digest(task), (
             f"{state} was judged by another check: run `sandbox-env record --reverify {task.id}`")
     assert not traces["original"].verdict.passed
-    assert re.search(task.failure.signature, traces["original"].runs[0].output)
+    assert task.failure.shows_in(traces["original"].runs[0].output)
     assert traces["solution"].verdict.passed, traces["solution"].verdict.reasons
     for p in task.patches:
         v = traces[f"patch:{p.file}"].verdict

@@ -38,11 +38,11 @@ def episode(path: Path, key: dict[str, str]) -> dict:
         if o:
             obs = o
     verdict = obs.get("verdict") if obs else None
-    edits = [a for r in rows if r["path"] == "/step" and r.get("status") == 200
-             and (a := r["body"].get("action", r["body"])).get("action_type") == "edit_file"
-             and not ((r.get("reply") or {}).get("observation") or {}).get("last_action_error")]
     steps = [r for r in rows if r["path"] == "/step" and r.get("status") == 200]
-    kinds = [(r["body"].get("action", r["body"])).get("action_type") for r in steps]
+    actions = [r["body"].get("action", r["body"]) for r in steps]
+    edits = [a for r, a in zip(steps, actions, strict=True) if a.get("action_type") == "edit_file"
+             and not ((r.get("reply") or {}).get("observation") or {}).get("last_action_error")]
+    kinds = [a.get("action_type") for a in actions]
     while kinds and kinds[-1] == "submit_fix":
         kinds.pop()
     final_diff = None
